@@ -1,0 +1,182 @@
+/**
+ * The kernel interface. Every numeric loop of the engine lives behind it, in two implementations:
+ * `reference` (plain TypeScript, readable, the oracle in tests) and `native` (a C addon calling
+ * OpenBLAS `cblas_sgemm`, with C loops for the rest).
+ *
+ * Conventions, shared by every kernel:
+ * - Buffers are row-major and dense unless a leading dimension (`ld*`) or stride says otherwise.
+ * - `*Off` arguments are element offsets into the buffer, so views need no copies.
+ * - Kernels named `...Backward` ACCUMULATE into their gradient outputs (`+=`), because a tensor
+ *   used twice in a graph receives the sum of both gradients. Forward kernels OVERWRITE `out`.
+ * - The native backend accepts Float32Array only; the reference backend also runs on Float64Array
+ *   (used by the finite-difference gradient tests).
+ *
+ * Composite ops (GELU-as-formula, attention, RoPE tables, cross-entropy...) are written once above
+ * this interface in `ops.ts`; adding one must not touch a backend.
+ */
+
+export type FloatArray = Float32Array | Float64Array;
+
+export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
+/** Elementwise unary ops. `gelu` is the tanh approximation (GPT-2 "gelu_new"). */
+export type UnaryOp = 'gelu' | 'silu' | 'relu' | 'exp' | 'log' | 'tanh' | 'neg' | 'sqrt' | 'square';
+
+export const BINARY_OPS: readonly BinaryOp[] = ['add', 'sub', 'mul', 'div'];
+export const UNARY_OPS: readonly UnaryOp[] = ['gelu', 'silu', 'relu', 'exp', 'log', 'tanh', 'neg', 'sqrt', 'square'];
+
+export interface Backend {
+  readonly name: 'native' | 'reference';
+
+  /** Threads used by matrix products and parallel loops. */
+  setNumThreads(n: number): void;
+  getNumThreads(): number;
+
+  /**
+   * C[M,N] = alpha · op(A)[M,K] · op(B)[K,N] + beta · C, row-major.
+   * op(X) = Xᵀ when `trans*` is true. lda/ldb/ldc are the row strides of A, B, C as stored
+   * (A is stored [M,K] or, transposed, [K,M]). beta = 0 means C is overwritten (NaNs in C ignored).
+   */
+  gemm(
+    transA: boolean,
+    transB: boolean,
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: FloatArray,
+    offA: number,
+    lda: number,
+    B: FloatArray,
+    offB: number,
+    ldb: number,
+    beta: number,
+    C: FloatArray,
+    offC: number,
+    ldc: number,
+  ): void;
+
+  /**
+   * out[i] = a[ia] op b[ib] over `shape` (rank ≤ 8), with `aStrides`/`bStrides` in elements;
+   * a stride of 0 broadcasts. `out` is dense of `shape`.
+   */
+  binary(op: BinaryOp, shape: readonly number[], a: FloatArray, aStrides: readonly number[], b: FloatArray, bStrides: readonly number[], out: FloatArray): void;
+
+  /** out[i] = f(x[i]) for i < n. */
+  unary(op: UnaryOp, n: number, x: FloatArray, out: FloatArray): void;
+  /** gx[i] += gy[i] · f'(x[i]) for i < n (x is the forward INPUT). */
+  unaryBackward(op: UnaryOp, n: number, x: FloatArray, gy: FloatArray, gx: FloatArray): void;
+
+  /** y[i] += alpha · x[i] for i < n. */
+  axpy(n: number, alpha: number, x: FloatArray, y: FloatArray): void;
+  /** x[i] *= alpha for i < n. */
+  scale(n: number, alpha: number, x: FloatArray): void;
+  /** Σ x[i]² over i < n, accumulated in double precision. */
+  sumSquares(n: number, x: FloatArray): number;
+
+  /**
+   * Sum over the middle axis of x viewed as [outer, len, inner]:
+   * out[o, j] (+)= Σ_l x[o, l, j]. Overwrites when `accumulate` is false.
+   */
+  reduceSum(outer: number, len: number, inner: number, x: FloatArray, out: FloatArray, accumulate: boolean): void;
+
+  /**
+   * Softmax of each row of x viewed as [rows, cols], with an optional causal limit and key mask.
+   * Row r may see column c only when c ≤ rowPos0 + r (if `causal`) and keyMask[kmOff + c] ≠ 0
+   * (if keyMask is given). Masked entries get probability 0; a row with no visible column is all 0.
+   * `scale` multiplies x before the softmax.
+   */
+  softmax(
+    rows: number,
+    cols: number,
+    x: FloatArray,
+    xOff: number,
+    out: FloatArray,
+    outOff: number,
+    scale: number,
+    causal: boolean,
+    rowPos0: number,
+    keyMask: Uint8Array | null,
+    kmOff: number,
+  ): void;
+  /** gx[r,c] += scale · y[r,c] · (gy[r,c] − Σ_c' gy[r,c']·y[r,c']), y the softmax output. */
+  softmaxBackward(rows: number, cols: number, y: FloatArray, yOff: number, gy: FloatArray, gyOff: number, gx: FloatArray, gxOff: number, scale: number): void;
+
+  /**
+   * Per row r of logits [rows, V]: lse[r] = log Σ_v exp(logits[r,v]) and
+   * logp[r] = logits[r, targets[r]] − lse[r]. Rows whose target is < 0 get logp 0 (ignored).
+   */
+  logSoftmaxGather(rows: number, V: number, logits: FloatArray, targets: Int32Array, logp: FloatArray, lse: FloatArray): void;
+  /** gLogits[r,v] += gLogp[r] · (1[v = targets[r]] − exp(logits[r,v] − lse[r])); skips target < 0. */
+  logSoftmaxGatherBackward(rows: number, V: number, logits: FloatArray, lse: FloatArray, targets: Int32Array, gLogp: FloatArray, gLogits: FloatArray): void;
+  /** Entropy −Σ p log p of softmax(logits[r]) per row, given lse from logSoftmaxGather. */
+  entropy(rows: number, V: number, logits: FloatArray, lse: FloatArray, out: FloatArray): void;
+
+  /** RMSNorm over rows of [rows, C]: out = x · rstd · w, rstd[r] = 1/sqrt(mean(x²) + eps). */
+  rmsnorm(rows: number, C: number, x: FloatArray, w: FloatArray, eps: number, out: FloatArray, rstd: FloatArray): void;
+  rmsnormBackward(rows: number, C: number, x: FloatArray, w: FloatArray, rstd: FloatArray, gy: FloatArray, gx: FloatArray, gw: FloatArray): void;
+
+  /** LayerNorm over rows of [rows, C]: out = (x − mean) · rstd · w + b. */
+  layernorm(rows: number, C: number, x: FloatArray, w: FloatArray, b: FloatArray, eps: number, out: FloatArray, mean: FloatArray, rstd: FloatArray): void;
+  layernormBackward(rows: number, C: number, x: FloatArray, w: FloatArray, mean: FloatArray, rstd: FloatArray, gy: FloatArray, gx: FloatArray, gw: FloatArray, gb: FloatArray): void;
+
+  /**
+   * Rotary embedding ("rotate_half" convention of HF Llama/Qwen2) on x viewed as [rows, H, D]:
+   * for i < D/2 with (c, s) = (cos, sin)[positions[r], i]:
+   *   out[i] = x[i]·c − x[i+D/2]·s;   out[i+D/2] = x[i+D/2]·c + x[i]·s.
+   * cos/sin are [maxPos, D/2] tables. `out` may alias `x`.
+   */
+  rope(rows: number, H: number, D: number, x: FloatArray, positions: Int32Array, cos: FloatArray, sin: FloatArray, out: FloatArray): void;
+  /** gx += Rᵀ · gy: the rotation by −angle of the incoming gradient. */
+  ropeBackward(rows: number, H: number, D: number, gy: FloatArray, positions: Int32Array, cos: FloatArray, sin: FloatArray, gx: FloatArray): void;
+
+  /** SwiGLU: out = silu(gate) · up, elementwise over n. */
+  swiglu(n: number, gate: FloatArray, up: FloatArray, out: FloatArray): void;
+  swigluBackward(n: number, gate: FloatArray, up: FloatArray, gy: FloatArray, gGate: FloatArray, gUp: FloatArray): void;
+
+  /** out[i, :] = W[ids[i], :] for i < n, W is [V, C]. */
+  embedding(n: number, C: number, ids: Int32Array, W: FloatArray, out: FloatArray): void;
+  /** gW[ids[i], :] += gy[i, :] (scatter-add). */
+  embeddingBackward(n: number, C: number, ids: Int32Array, gy: FloatArray, gW: FloatArray): void;
+
+  /**
+   * One AdamW step on n parameters (decoupled weight decay, PyTorch semantics):
+   * p −= lr·wd·p; m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²;
+   * p −= lr · (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 − b1^t, bc2 = 1 − b2^t.
+   */
+  adamw(n: number, p: FloatArray, g: FloatArray, m: FloatArray, v: FloatArray, lr: number, b1: number, b2: number, eps: number, wd: number, bc1: number, bc2: number): void;
+
+  /**
+   * Top-k of each row of x [rows, n] in descending order (ties: lower index first):
+   * vals[r, j], idx[r, j] for j < k.
+   */
+  topk(rows: number, n: number, x: FloatArray, k: number, vals: FloatArray, idx: Int32Array): void;
+}
+
+/** Every kernel name of the interface; used by tests to check both backends cover all of them. */
+export const KERNELS = [
+  'gemm',
+  'binary',
+  'unary',
+  'unaryBackward',
+  'axpy',
+  'scale',
+  'sumSquares',
+  'reduceSum',
+  'softmax',
+  'softmaxBackward',
+  'logSoftmaxGather',
+  'logSoftmaxGatherBackward',
+  'entropy',
+  'rmsnorm',
+  'rmsnormBackward',
+  'layernorm',
+  'layernormBackward',
+  'rope',
+  'ropeBackward',
+  'swiglu',
+  'swigluBackward',
+  'embedding',
+  'embeddingBackward',
+  'adamw',
+  'topk',
+] as const satisfies readonly (keyof Backend)[];

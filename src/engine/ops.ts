@@ -1,0 +1,325 @@
+/**
+ * General tensor ops: elementwise arithmetic with broadcasting, matrix products, reductions and
+ * shape ops. Each op's backward is the closure recorded right after its forward.
+ */
+import type { BinaryOp, UnaryOp } from './backend.js';
+import { alloc, backend } from './runtime.js';
+import { Tensor, accumulateReduced, broadcastShapes, broadcastStrides, needsGrad, numel, record, type Shape } from './tensor.js';
+
+// ---- elementwise ----------------------------------------------------------------------------
+
+function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
+  const shape = broadcastShapes(a.shape, b.shape);
+  const out = new Tensor(alloc(numel(shape)), shape);
+  const be = backend();
+  be.binary(op, shape, a.data, broadcastStrides(a.shape, shape), b.data, broadcastStrides(b.shape, shape), out.data);
+  if (needsGrad(a, b)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const full = rowMajor(shape);
+      // d(a op b)/da and /db as elementwise products, then reduced to each input's shape.
+      const ga = (src: Float64Array | Float32Array) => accumulateReduced(src, shape, a.ensureGrad(), a.shape);
+      const gb = (src: Float64Array | Float32Array) => accumulateReduced(src, shape, b.ensureGrad(), b.shape);
+      const sa = broadcastStrides(a.shape, shape);
+      const sb = broadcastStrides(b.shape, shape);
+      const tmp = alloc(g.length);
+      switch (op) {
+        case 'add':
+          if (a.requiresGrad) ga(g);
+          if (b.requiresGrad) gb(g);
+          break;
+        case 'sub':
+          if (a.requiresGrad) ga(g);
+          if (b.requiresGrad) {
+            tmp.set(g);
+            be.scale(tmp.length, -1, tmp);
+            gb(tmp);
+          }
+          break;
+        case 'mul':
+          if (a.requiresGrad) {
+            be.binary('mul', shape, g, full, b.data, sb, tmp);
+            ga(tmp);
+          }
+          if (b.requiresGrad) {
+            be.binary('mul', shape, g, full, a.data, sa, tmp);
+            gb(tmp);
+          }
+          break;
+        case 'div':
+          // d(a/b)/da = 1/b;  d(a/b)/db = −out/b
+          if (a.requiresGrad) {
+            be.binary('div', shape, g, full, b.data, sb, tmp);
+            ga(tmp);
+          }
+          if (b.requiresGrad) {
+            be.binary('mul', shape, g, full, out.data, full, tmp);
+            be.binary('div', shape, tmp, full, b.data, sb, tmp);
+            be.scale(tmp.length, -1, tmp);
+            gb(tmp);
+          }
+          break;
+      }
+    });
+  }
+  return out;
+}
+
+function rowMajor(shape: Shape): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+export const add = (a: Tensor, b: Tensor): Tensor => binary('add', a, b);
+export const sub = (a: Tensor, b: Tensor): Tensor => binary('sub', a, b);
+export const mul = (a: Tensor, b: Tensor): Tensor => binary('mul', a, b);
+export const div = (a: Tensor, b: Tensor): Tensor => binary('div', a, b);
+
+/** out = f(x) elementwise. */
+export function unary(op: UnaryOp, x: Tensor): Tensor {
+  const out = new Tensor(alloc(x.size), x.shape);
+  const be = backend();
+  be.unary(op, x.size, x.data, out.data);
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad !== null) be.unaryBackward(op, x.size, x.data, out.grad, x.ensureGrad());
+    });
+  }
+  return out;
+}
+
+export const gelu = (x: Tensor): Tensor => unary('gelu', x);
+export const silu = (x: Tensor): Tensor => unary('silu', x);
+export const relu = (x: Tensor): Tensor => unary('relu', x);
+export const exp = (x: Tensor): Tensor => unary('exp', x);
+export const log = (x: Tensor): Tensor => unary('log', x);
+export const tanh = (x: Tensor): Tensor => unary('tanh', x);
+export const square = (x: Tensor): Tensor => unary('square', x);
+
+/** out = c · x for a constant c. */
+export function scale(x: Tensor, c: number): Tensor {
+  const out = new Tensor(alloc(x.size), x.shape);
+  out.data.set(x.data);
+  const be = backend();
+  be.scale(out.size, c, out.data);
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad !== null) be.axpy(x.size, c, out.grad, x.ensureGrad());
+    });
+  }
+  return out;
+}
+
+// ---- matrix products ------------------------------------------------------------------------
+
+/**
+ * Matrix product over the last two axes. a: [..., M, K]. b: [K, N] (shared by every batch entry,
+ * e.g. a weight) or [..., K, N] with the same leading axes as a. With `transB`, b is stored
+ * transposed ([N, K] or [..., N, K]), which is how HF Linear weights are laid out.
+ */
+export function matmul(a: Tensor, b: Tensor, transB = false): Tensor {
+  if (a.shape.length < 2 || b.shape.length < 2) throw new Error('matmul: both operands need rank ≥ 2');
+  const K = a.shape[a.shape.length - 1];
+  const M = a.shape[a.shape.length - 2];
+  const bK = transB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2];
+  const N = transB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
+  if (bK !== K) throw new Error(`matmul: inner dimensions differ, [${a.shape.join(', ')}] × [${b.shape.join(', ')}]${transB ? 'ᵀ' : ''}`);
+  const batchShape = a.shape.slice(0, -2);
+  const shared = b.shape.length === 2;
+  if (!shared && b.shape.slice(0, -2).join() !== batchShape.join()) {
+    throw new Error(`matmul: batch axes differ, [${a.shape.join(', ')}] × [${b.shape.join(', ')}]`);
+  }
+  const batch = numel(batchShape);
+  const out = new Tensor(alloc(batch * M * N), [...batchShape, M, N]);
+  const be = backend();
+  const ldb = transB ? K : N;
+  if (shared) {
+    // One GEMM over all batch rows: [batch·M, K] × [K, N].
+    be.gemm(false, transB, batch * M, N, K, 1, a.data, 0, K, b.data, 0, ldb, 0, out.data, 0, N);
+  } else {
+    for (let i = 0; i < batch; i++) be.gemm(false, transB, M, N, K, 1, a.data, i * M * K, K, b.data, i * K * N, ldb, 0, out.data, i * M * N, N);
+  }
+  if (needsGrad(a, b)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const rows = shared ? batch * M : M;
+      const reps = shared ? 1 : batch;
+      for (let i = 0; i < reps; i++) {
+        const oa = i * M * K;
+        const ob = shared ? 0 : i * K * N;
+        const og = i * M * N;
+        // dA = dC · opB(B)ᵀ
+        if (a.requiresGrad) be.gemm(false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, 1, a.ensureGrad(), oa, K);
+        // dB = Aᵀ · dC   (or, stored transposed, dBᵀ = dCᵀ · A)
+        if (b.requiresGrad) {
+          if (transB) be.gemm(true, false, N, K, rows, 1, g, og, N, a.data, oa, K, 1, b.ensureGrad(), ob, K);
+          else be.gemm(true, false, K, N, rows, 1, a.data, oa, K, g, og, N, 1, b.ensureGrad(), ob, N);
+        }
+      }
+    });
+  }
+  return out;
+}
+
+/** HF Linear: y = x · Wᵀ + bias, W stored [out, in]. */
+export function linear(x: Tensor, W: Tensor, bias?: Tensor | null): Tensor {
+  const y = matmul(x, W, true);
+  return bias ? add(y, bias) : y;
+}
+
+// ---- reductions -----------------------------------------------------------------------------
+
+/** Sum of all elements, a scalar tensor [1]. */
+export function sum(x: Tensor): Tensor {
+  const be = backend();
+  const out = new Tensor(alloc(1), [1]);
+  be.reduceSum(1, x.size, 1, x.data, out.data, false);
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad === null) return;
+      const gx = x.ensureGrad();
+      const g = out.grad[0];
+      for (let i = 0; i < gx.length; i++) gx[i] += g;
+    });
+  }
+  return out;
+}
+
+export function mean(x: Tensor): Tensor {
+  return scale(sum(x), 1 / x.size);
+}
+
+/** Sum over one axis (the axis is removed from the shape). */
+export function sumAxis(x: Tensor, axis: number): Tensor {
+  const ax = axis < 0 ? x.shape.length + axis : axis;
+  const outer = numel(x.shape.slice(0, ax));
+  const len = x.shape[ax];
+  const inner = numel(x.shape.slice(ax + 1));
+  const shape = [...x.shape.slice(0, ax), ...x.shape.slice(ax + 1)];
+  const out = new Tensor(alloc(outer * inner), shape);
+  const be = backend();
+  be.reduceSum(outer, len, inner, x.data, out.data, false);
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad === null) return;
+      accumulateReduced(expandAxis(out.grad, outer, len, inner), x.shape, x.ensureGrad(), x.shape);
+    });
+  }
+  return out;
+}
+
+function expandAxis(g: Float32Array | Float64Array, outer: number, len: number, inner: number) {
+  const out = alloc(outer * len * inner);
+  for (let o = 0; o < outer; o++) for (let l = 0; l < len; l++) out.set(g.subarray(o * inner, (o + 1) * inner), (o * len + l) * inner);
+  return out;
+}
+
+// ---- shape ops ------------------------------------------------------------------------------
+
+/** Same data, new shape (-1 infers one axis). */
+export function reshape(x: Tensor, shape: readonly number[]): Tensor {
+  const known = shape.filter((d) => d !== -1).reduce((p, d) => p * d, 1);
+  const resolved = shape.map((d) => (d === -1 ? x.size / known : d));
+  if (numel(resolved) !== x.size) throw new Error(`reshape: cannot view [${x.shape.join(', ')}] as [${shape.join(', ')}]`);
+  const out = new Tensor(x.data, resolved);
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad !== null) backend().axpy(x.size, 1, out.grad, x.ensureGrad());
+    });
+  }
+  return out;
+}
+
+/** x[..., start:start+len] along the last axis (a copy). */
+export function sliceLast(x: Tensor, start: number, len: number): Tensor {
+  const C = x.shape[x.shape.length - 1];
+  if (start < 0 || start + len > C) throw new Error(`sliceLast: [${start}, ${start + len}) is outside an axis of ${C}`);
+  const rows = x.size / C;
+  const out = new Tensor(alloc(rows * len), [...x.shape.slice(0, -1), len]);
+  for (let r = 0; r < rows; r++) out.data.set(x.data.subarray(r * C + start, r * C + start + len), r * len);
+  if (needsGrad(x)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const gx = x.ensureGrad();
+      for (let r = 0; r < rows; r++) for (let j = 0; j < len; j++) gx[r * C + start + j] += g[r * len + j];
+    });
+  }
+  return out;
+}
+
+/** Concatenation along the last axis. */
+export function concatLast(parts: Tensor[]): Tensor {
+  const lead = parts[0].shape.slice(0, -1);
+  const widths = parts.map((p) => p.shape[p.shape.length - 1]);
+  const C = widths.reduce((p, w) => p + w, 0);
+  const rows = numel(lead);
+  const out = new Tensor(alloc(rows * C), [...lead, C]);
+  let off = 0;
+  for (const [k, p] of parts.entries()) {
+    const w = widths[k];
+    for (let r = 0; r < rows; r++) out.data.set(p.data.subarray(r * w, (r + 1) * w), r * C + off);
+    off += w;
+  }
+  if (needsGrad(...parts)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      let o = 0;
+      for (const [k, p] of parts.entries()) {
+        const w = widths[k];
+        if (p.requiresGrad) {
+          const gp = p.ensureGrad();
+          for (let r = 0; r < rows; r++) for (let j = 0; j < w; j++) gp[r * w + j] += g[r * C + o + j];
+        }
+        o += w;
+      }
+    });
+  }
+  return out;
+}
+
+/** x[rows[i], :] of x viewed as [N, C] → [R, C]; the backward scatter-adds. */
+export function gatherRows(x: Tensor, rows: Int32Array): Tensor {
+  const C = x.shape[x.shape.length - 1];
+  const N = x.size / C;
+  const out = new Tensor(alloc(rows.length * C), [rows.length, C]);
+  for (const [i, r] of rows.entries()) {
+    if (r < 0 || r >= N) throw new Error(`gatherRows: row ${r} is outside [0, ${N})`);
+    out.data.set(x.data.subarray(r * C, (r + 1) * C), i * C);
+  }
+  if (needsGrad(x)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const gx = x.ensureGrad();
+      for (const [i, r] of rows.entries()) for (let c = 0; c < C; c++) gx[r * C + c] += g[i * C + c];
+    });
+  }
+  return out;
+}
+
+/** Σ_i w[i] · x[i] with constant weights w, as a scalar [1] (e.g. advantage-weighted log-probs). */
+export function weightedSum(x: Tensor, w: ArrayLike<number>): Tensor {
+  if (w.length !== x.size) throw new Error(`weightedSum: ${w.length} weights for ${x.size} elements`);
+  const out = new Tensor(alloc(1), [1]);
+  let s = 0;
+  for (let i = 0; i < x.size; i++) s += w[i] * x.data[i];
+  out.data[0] = s;
+  if (needsGrad(x)) {
+    record(out, () => {
+      if (out.grad === null) return;
+      const gx = x.ensureGrad();
+      const g = out.grad[0];
+      for (let i = 0; i < gx.length; i++) gx[i] += g * w[i];
+    });
+  }
+  return out;
+}

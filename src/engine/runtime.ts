@@ -1,0 +1,54 @@
+/**
+ * Which kernel backend and float type the engine runs on. Selected explicitly (option or the
+ * MAGRPO_BACKEND env var), default `native`; asking for `native` where it cannot load is an error
+ * that says why, never a silent fallback to the slower backend.
+ */
+import type { Backend, FloatArray } from './backend.js';
+import { loadNativeBackend } from './backends/native.js';
+import { referenceBackend } from './backends/reference.js';
+
+export type BackendName = 'native' | 'reference';
+export type DType = 'float32' | 'float64';
+
+let active: Backend | null = null;
+let dtype: DType = 'float32';
+
+/** Selects the kernel backend. Throws if `native` is requested but cannot be loaded. */
+export function setBackend(name: BackendName): Backend {
+  let chosen: Backend;
+  if (name === 'native') chosen = loadNativeBackend();
+  else if (name === 'reference') chosen = referenceBackend;
+  else throw new Error(`unknown backend "${name as string}": expected "native" or "reference" (MAGRPO_BACKEND)`);
+  if (dtype === 'float64' && chosen.name !== 'reference') {
+    throw new Error('float64 tensors are only supported by the reference backend');
+  }
+  const threads = Number(process.env.MAGRPO_NUM_THREADS ?? '');
+  if (Number.isInteger(threads) && threads > 0) chosen.setNumThreads(threads);
+  if (Number(process.env.MAGRPO_DEBUG ?? 0) >= 1) {
+    process.stderr.write(`[magrpo] backend=${chosen.name} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
+  }
+  active = chosen;
+  return chosen;
+}
+
+/** The active backend, selecting it from MAGRPO_BACKEND (default `native`) on first use. */
+export function backend(): Backend {
+  return active ?? setBackend((process.env.MAGRPO_BACKEND ?? 'native') as BackendName);
+}
+
+/** Float type of new tensors. float64 exists for finite-difference gradient checks. */
+export function setDType(d: DType): void {
+  if (d === 'float64' && active !== null && active.name !== 'reference') {
+    throw new Error('float64 tensors are only supported by the reference backend');
+  }
+  dtype = d;
+}
+
+export function getDType(): DType {
+  return dtype;
+}
+
+/** A zero-filled buffer of the active float type. */
+export function alloc(n: number): FloatArray {
+  return dtype === 'float64' ? new Float64Array(n) : new Float32Array(n);
+}

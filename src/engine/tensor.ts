@@ -1,0 +1,209 @@
+/**
+ * Tensors and the autodiff tape.
+ *
+ * A Tensor is a dense row-major buffer with a shape (strides are always the row-major ones; views
+ * that would need other strides are materialised by an op). Every op that has an input with
+ * `requiresGrad` pushes one closure on the tape; `backward(loss)` runs the tape in reverse. The
+ * closure of an op sits next to its forward in the op's source file.
+ */
+import type { FloatArray } from './backend.js';
+import { alloc, backend } from './runtime.js';
+
+export type Shape = readonly number[];
+
+export function numel(shape: Shape): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+export function rowMajorStrides(shape: Shape): number[] {
+  const s = new Array<number>(shape.length);
+  let acc = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+export class Tensor {
+  /** Gradient of the loss w.r.t. this tensor; allocated on first use. */
+  grad: FloatArray | null = null;
+
+  constructor(
+    readonly data: FloatArray,
+    readonly shape: Shape,
+    public requiresGrad = false,
+    /** Parameter name (HF safetensors key) for parameters; unset for activations. */
+    public name?: string,
+  ) {
+    if (data.length !== numel(shape)) {
+      throw new Error(`tensor data has ${data.length} elements but shape [${shape.join(', ')}] needs ${numel(shape)}`);
+    }
+  }
+
+  get size(): number {
+    return this.data.length;
+  }
+
+  get strides(): number[] {
+    return rowMajorStrides(this.shape);
+  }
+
+  /** The gradient buffer, zero-allocated if needed. */
+  ensureGrad(): FloatArray {
+    if (this.grad === null) this.grad = alloc(this.data.length);
+    return this.grad;
+  }
+
+  zeroGrad(): void {
+    this.grad?.fill(0);
+  }
+
+  /** The single value of a one-element tensor. */
+  item(): number {
+    if (this.data.length !== 1) throw new Error(`item() needs a 1-element tensor, got shape [${this.shape.join(', ')}]`);
+    return this.data[0];
+  }
+
+  toArray(): number[] {
+    return Array.from(this.data);
+  }
+}
+
+export function zeros(shape: Shape, requiresGrad = false): Tensor {
+  return new Tensor(alloc(numel(shape)), shape, requiresGrad);
+}
+
+export function full(shape: Shape, value: number): Tensor {
+  const t = zeros(shape);
+  t.data.fill(value);
+  return t;
+}
+
+/** A tensor over a copy of `values` in the active float type. */
+export function tensor(values: ArrayLike<number>, shape: Shape = [values.length], requiresGrad = false): Tensor {
+  const data = alloc(values.length);
+  for (let i = 0; i < values.length; i++) data[i] = values[i];
+  return new Tensor(data, shape, requiresGrad);
+}
+
+// ---- the tape -------------------------------------------------------------------------------
+
+type Backward = () => void;
+
+let tape: Backward[] = [];
+let gradEnabled = true;
+
+/** True when an op on these inputs must record its backward. */
+export function needsGrad(...inputs: (Tensor | null | undefined)[]): boolean {
+  if (!gradEnabled) return false;
+  for (const t of inputs) if (t?.requiresGrad) return true;
+  return false;
+}
+
+/** Records the backward of an op whose output is `out`; marks `out` as requiring grad. */
+export function record(out: Tensor, fn: Backward): void {
+  out.requiresGrad = true;
+  tape.push(fn);
+}
+
+/** Runs `fn` without recording anything (sampling, evaluation, reference models). */
+export function noGrad<T>(fn: () => T): T {
+  const prev = gradEnabled;
+  gradEnabled = false;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = prev;
+  }
+}
+
+export function isGradEnabled(): boolean {
+  return gradEnabled;
+}
+
+/**
+ * Backpropagates from `out` through everything recorded since the last backward, accumulating
+ * into `.grad` of every tensor that requires it. A scalar `out` is seeded with 1 (or `grad`);
+ * a non-scalar one needs its output gradient `grad` (like torch's `tensor.backward(gradient)`).
+ * The tape is cleared afterwards, releasing the saved activations.
+ */
+export function backward(out: Tensor, grad?: number | FloatArray): void {
+  if (!out.requiresGrad) throw new Error('backward(): the output does not depend on any tensor that requires grad');
+  const g = out.ensureGrad();
+  if (typeof grad === 'object') {
+    if (grad.length !== out.size) throw new Error(`backward(): gradient has ${grad.length} elements, output has ${out.size}`);
+    for (let i = 0; i < g.length; i++) g[i] += grad[i];
+  } else {
+    if (out.size !== 1) throw new Error(`backward(): a non-scalar output [${out.shape.join(', ')}] needs an explicit gradient`);
+    g[0] += grad ?? 1;
+  }
+  const fns = tape;
+  tape = [];
+  for (let i = fns.length - 1; i >= 0; i--) fns[i]();
+}
+
+/** Drops everything recorded (e.g. after a forward whose loss is not needed). */
+export function clearTape(): void {
+  tape = [];
+}
+
+/** Length of the tape; tests use it to check that no-grad paths record nothing. */
+export function tapeLength(): number {
+  return tape.length;
+}
+
+// ---- broadcasting ---------------------------------------------------------------------------
+
+export function broadcastShapes(a: Shape, b: Shape): number[] {
+  const rank = Math.max(a.length, b.length);
+  const out = new Array<number>(rank);
+  for (let i = 0; i < rank; i++) {
+    const da = a[a.length - rank + i] ?? 1;
+    const db = b[b.length - rank + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) {
+      throw new Error(`shapes [${a.join(', ')}] and [${b.join(', ')}] do not broadcast`);
+    }
+    out[i] = Math.max(da, db);
+  }
+  return out;
+}
+
+/** Strides that read a tensor of `shape` as if it had the (broadcast) shape `to` (0 = repeat). */
+export function broadcastStrides(shape: Shape, to: Shape): number[] {
+  const s = rowMajorStrides(shape);
+  const out = new Array<number>(to.length).fill(0);
+  for (let i = 0; i < shape.length; i++) {
+    const j = to.length - shape.length + i;
+    out[j] = shape[i] === 1 && to[j] !== 1 ? 0 : s[i];
+  }
+  return out;
+}
+
+/**
+ * The one place where broadcast gradients are reduced: adds `g` (of shape `from`) into `target`
+ * (of shape `to`, broadcastable to `from`), summing over every broadcast axis.
+ */
+export function accumulateReduced(g: FloatArray, from: Shape, target: FloatArray, to: Shape): void {
+  const be = backend();
+  if (numel(from) === numel(to)) {
+    be.axpy(g.length, 1, g, target);
+    return;
+  }
+  // Sum axis by axis, from the last, over the axes where `to` (left-padded with 1s) is 1.
+  const padded = [...new Array(from.length - to.length).fill(1), ...to];
+  let cur = g;
+  const curShape = [...from];
+  for (let ax = from.length - 1; ax >= 0; ax--) {
+    if (padded[ax] !== 1 || curShape[ax] === 1) continue;
+    const outer = numel(curShape.slice(0, ax));
+    const inner = numel(curShape.slice(ax + 1));
+    const next = alloc(outer * inner);
+    be.reduceSum(outer, curShape[ax], inner, cur, next, false);
+    cur = next;
+    curShape[ax] = 1;
+  }
+  be.axpy(cur.length, 1, cur, target);
+}
