@@ -1,0 +1,115 @@
+/**
+ * Llama-family decoder (Llama, Qwen2, Mistral without sliding window): RMSNorm, RoPE, grouped-query
+ * attention, SwiGLU MLP, tied or untied LM head. Parameter names are the HF safetensors keys.
+ *
+ * Legend: B batch, T new tokens, C hidden size, H query heads, Hkv key/value heads, D head size,
+ * F MLP size, V vocabulary, L layers.
+ *
+ *   h = embed(ids)
+ *   for each layer:  h = h + o_proj(attn(rope(q(n1(h))), rope(k(n1(h))), v(n1(h))))
+ *                    h = h + down(silu(gate(n2(h))) ⊙ up(n2(h)))
+ *   logits = lm_head(norm(h))
+ */
+import { attention } from '../engine/attention.js';
+import { embedding, rmsnorm, rope, ropeTables, swiglu, type RopeTables } from '../engine/nn.js';
+import { add, gatherRows, linear, reshape } from '../engine/ops.js';
+import type { Tensor } from '../engine/tensor.js';
+import type { LlamaConfig } from './config.js';
+import { CausalLM, KVCache, type ForwardOptions, type ParamSpec } from './transformer.js';
+
+export class LlamaModel extends CausalLM {
+  declare readonly config: LlamaConfig;
+  private rope: RopeTables | null = null;
+
+  constructor(config: LlamaConfig) {
+    super(config);
+  }
+
+  paramSpecs(): ParamSpec[] {
+    const { vocabSize: V, hiddenSize: C, intermediateSize: F, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D } = this.config;
+    const std = 0.02;
+    const out = { kind: 'normal', std: std / Math.sqrt(2 * L) } as const; // residual projections, GPT-2 style
+    const w = { kind: 'normal', std } as const;
+    const specs: ParamSpec[] = [{ name: 'model.embed_tokens.weight', shape: [V, C], init: w }]; // [V, C]
+    for (let l = 0; l < L; l++) {
+      const p = `model.layers.${l}`;
+      specs.push(
+        { name: `${p}.input_layernorm.weight`, shape: [C], init: { kind: 'ones' } },
+        { name: `${p}.self_attn.q_proj.weight`, shape: [H * D, C], init: w },
+        { name: `${p}.self_attn.k_proj.weight`, shape: [Hkv * D, C], init: w },
+        { name: `${p}.self_attn.v_proj.weight`, shape: [Hkv * D, C], init: w },
+        { name: `${p}.self_attn.o_proj.weight`, shape: [C, H * D], init: out },
+        { name: `${p}.post_attention_layernorm.weight`, shape: [C], init: { kind: 'ones' } },
+        { name: `${p}.mlp.gate_proj.weight`, shape: [F, C], init: w },
+        { name: `${p}.mlp.up_proj.weight`, shape: [F, C], init: w },
+        { name: `${p}.mlp.down_proj.weight`, shape: [C, F], init: out },
+      );
+      const bias = (name: string, width: number) => specs.push({ name: `${name}.bias`, shape: [width], init: { kind: 'zeros' } });
+      if (this.config.attentionBias) {
+        bias(`${p}.self_attn.q_proj`, H * D);
+        bias(`${p}.self_attn.k_proj`, Hkv * D);
+        bias(`${p}.self_attn.v_proj`, Hkv * D);
+      }
+      if (this.config.oProjBias) bias(`${p}.self_attn.o_proj`, C);
+      if (this.config.mlpBias) {
+        bias(`${p}.mlp.gate_proj`, F);
+        bias(`${p}.mlp.up_proj`, F);
+        bias(`${p}.mlp.down_proj`, C);
+      }
+    }
+    specs.push({ name: 'model.norm.weight', shape: [C], init: { kind: 'ones' } });
+    if (!this.config.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [V, C], init: w }); // [V, C]
+    return specs;
+  }
+
+  createCache(batch: number, maxLen: number): KVCache {
+    return new KVCache(this.config.numLayers, batch, maxLen, this.config.numKvHeads, this.config.headDim);
+  }
+
+  forward(ids: Int32Array, B: number, T: number, opts: ForwardOptions = {}): Tensor {
+    const { hiddenSize: C, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D, rmsNormEps: eps } = this.config;
+    const cache = opts.cache;
+    const window = this.config.slidingWindow;
+    if (window !== null && (cache?.len ?? 0) + T > window) {
+      throw new Error(`sequence of ${(cache?.len ?? 0) + T} tokens exceeds the sliding window (${window}), which is not implemented`);
+    }
+    const positions = this.positionsFor(B, T, opts);
+    const tables = this.ropeTables();
+    cache?.appendMask(T, opts.keyMask);
+    const keyMask = cache ? cache.keyMask : (opts.keyMask ?? null);
+
+    let h = embedding(this.param('model.embed_tokens.weight'), ids, [B, T]); // [B, T, C]
+    for (let l = 0; l < L; l++) {
+      const p = `model.layers.${l}`;
+      const x = rmsnorm(h, this.param(`${p}.input_layernorm.weight`), eps);
+      const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`), [B, T, H, D]), positions, tables);
+      const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`), [B, T, Hkv, D]), positions, tables);
+      const v = reshape(this.proj(x, `${p}.self_attn.v_proj`), [B, T, Hkv, D]);
+      let a: Tensor;
+      if (cache) {
+        cache.write(l, k, v);
+        a = attention(q, cache.k[l], cache.v[l], { causal: true, kvLen: cache.len + T, pastLen: cache.len, keyMask });
+      } else {
+        a = attention(q, k, v, { causal: true, keyMask });
+      }
+      h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`));
+
+      const y = rmsnorm(h, this.param(`${p}.post_attention_layernorm.weight`), eps);
+      const m = swiglu(this.proj(y, `${p}.mlp.gate_proj`), this.proj(y, `${p}.mlp.up_proj`)); // [B, T, F]
+      h = add(h, this.proj(m, `${p}.mlp.down_proj`));
+    }
+    if (cache) cache.len += T;
+
+    let out = reshape(h, [B * T, C]);
+    if (opts.outputRows) out = gatherRows(out, opts.outputRows); // [R, C]
+    out = rmsnorm(out, this.param('model.norm.weight'), eps);
+    const head = this.config.tieWordEmbeddings ? this.param('model.embed_tokens.weight') : this.param('lm_head.weight');
+    const logits = linear(out, head); // [R, V]
+    return opts.outputRows ? logits : reshape(logits, [B, T, this.config.vocabSize]);
+  }
+
+  private ropeTables(): RopeTables {
+    this.rope ??= ropeTables(this.config.headDim, this.config.maxPositions, this.config.ropeTheta);
+    return this.rope;
+  }
+}

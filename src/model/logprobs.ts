@@ -1,0 +1,70 @@
+/**
+ * log π(completion | prompt) for a batch of (prompt, completion) pairs, with gradients.
+ *
+ * Sequences are right-padded to one length T; the logits are produced only at the rows that
+ * predict a completion token (row t predicts token t+1), so the LM head never runs on prompts.
+ * Every real completion token is scored, including the last; padding is never scored.
+ */
+import { entropyRows, tokenLogprobs } from '../engine/nn.js';
+import { Tensor } from '../engine/tensor.js';
+import type { CausalLM } from './transformer.js';
+
+export interface Completion {
+  readonly prompt: readonly number[];
+  readonly completion: readonly number[];
+}
+
+export interface CompletionLogprobs {
+  /** [R] log-prob of every completion token, sequences concatenated in order. */
+  tokenLogprobs: Tensor;
+  /** [R] index of the sequence each token belongs to. */
+  sequenceOf: Int32Array;
+  /** Completion length of each sequence. */
+  lengths: number[];
+  /** [R] entropy of the predictive distribution at each token (a metric; no gradient). */
+  entropy?: Float64Array;
+}
+
+/** Forward + token log-probs of every completion token. Empty completions contribute nothing. */
+export function completionLogprobs(model: CausalLM, batch: readonly Completion[], opts: { entropy?: boolean } = {}): CompletionLogprobs {
+  const B = batch.length;
+  const T = Math.max(...batch.map((s) => s.prompt.length + s.completion.length));
+  if (T > model.maxPositions) throw new Error(`a prompt + completion of ${T} tokens exceeds the model's context of ${model.maxPositions}`);
+  const ids = new Int32Array(B * T);
+  const mask = new Uint8Array(B * T);
+  const rows: number[] = [];
+  const targets: number[] = [];
+  const sequenceOf: number[] = [];
+  for (const [b, s] of batch.entries()) {
+    if (s.prompt.length === 0) throw new Error(`sequence ${b} has an empty prompt: nothing predicts its first token`);
+    const seq = [...s.prompt, ...s.completion];
+    for (let t = 0; t < T; t++) {
+      ids[b * T + t] = t < seq.length ? seq[t] : seq[seq.length - 1];
+      mask[b * T + t] = t < seq.length ? 1 : 0;
+    }
+    for (let j = 0; j < s.completion.length; j++) {
+      rows.push(b * T + s.prompt.length - 1 + j); // predicts completion[j]
+      targets.push(s.completion[j]);
+      sequenceOf.push(b);
+    }
+  }
+  const lengths = batch.map((s) => s.completion.length);
+  if (rows.length === 0) {
+    return { tokenLogprobs: new Tensor(new Float32Array(0), [0]), sequenceOf: new Int32Array(0), lengths };
+  }
+  const logits = model.forward(ids, B, T, { keyMask: mask, outputRows: Int32Array.from(rows) }); // [R, V]
+  const lp = tokenLogprobs(logits, Int32Array.from(targets));
+  return {
+    tokenLogprobs: lp,
+    sequenceOf: Int32Array.from(sequenceOf),
+    lengths,
+    entropy: opts.entropy ? entropyRows(logits) : undefined,
+  };
+}
+
+/** Per-sequence sums of token log-probs (plain numbers; no gradient). */
+export function sequenceSums(r: CompletionLogprobs): number[] {
+  const out = new Array<number>(r.lengths.length).fill(0);
+  for (let i = 0; i < r.sequenceOf.length; i++) out[r.sequenceOf[i]] += r.tokenLogprobs.data[i];
+  return out;
+}

@@ -1,0 +1,185 @@
+/**
+ * What every decoder-only architecture shares: a table of named parameters (names = HF safetensors
+ * keys), projections that honour LoRA adapters, a KV cache, and the forward-pass contract.
+ */
+import type { FloatArray } from '../engine/backend.js';
+import { add, linear, matmul, scale } from '../engine/ops.js';
+import type { Rng } from '../engine/rng.js';
+import { alloc } from '../engine/runtime.js';
+import { Tensor, noGrad } from '../engine/tensor.js';
+import type { ModelConfig } from './config.js';
+
+/** How a parameter is initialised when a model is created from scratch. */
+export type Init = { kind: 'normal'; std: number } | { kind: 'ones' } | { kind: 'zeros' };
+
+export interface ParamSpec {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly init: Init;
+}
+
+export interface ForwardOptions {
+  /** [B·T] absolute positions; default pastLen + t (left-padded batches pass cumsum(mask) − 1). */
+  positions?: Int32Array;
+  /** [B·T]: 0 marks padding tokens, which no query attends to. */
+  keyMask?: Uint8Array | null;
+  /** Decode with a KV cache: the new tokens are appended to it. */
+  cache?: KVCache;
+  /** Rows of the flattened [B·T] sequence to produce logits for (default all): saves the LM head. */
+  outputRows?: Int32Array;
+}
+
+/** Per-layer keys and values of past tokens, [B, maxLen, Hkv, D] each, plus their padding mask. */
+export class KVCache {
+  readonly k: Tensor[];
+  readonly v: Tensor[];
+  /** [B, maxLen] */
+  readonly keyMask: Uint8Array;
+  len = 0;
+
+  constructor(
+    numLayers: number,
+    readonly batch: number,
+    readonly maxLen: number,
+    kvHeads: number,
+    headDim: number,
+  ) {
+    const shape = [batch, maxLen, kvHeads, headDim];
+    this.k = Array.from({ length: numLayers }, () => new Tensor(alloc(batch * maxLen * kvHeads * headDim), shape));
+    this.v = Array.from({ length: numLayers }, () => new Tensor(alloc(batch * maxLen * kvHeads * headDim), shape));
+    this.keyMask = new Uint8Array(batch * maxLen);
+  }
+
+  /** Copies new keys/values [B, T, Hkv, D] of `layer` into rows [len, len + T). */
+  write(layer: number, k: Tensor, v: Tensor): void {
+    const [B, T, Hkv, D] = k.shape;
+    if (this.len + T > this.maxLen) throw new Error(`KV cache overflow: ${this.len} + ${T} > ${this.maxLen}`);
+    const row = Hkv * D;
+    for (let b = 0; b < B; b++) {
+      const dst = (b * this.maxLen + this.len) * row;
+      this.k[layer].data.set(k.data.subarray(b * T * row, (b + 1) * T * row), dst);
+      this.v[layer].data.set(v.data.subarray(b * T * row, (b + 1) * T * row), dst);
+    }
+  }
+
+  /** Records the padding mask of T new tokens (before the layers run). */
+  appendMask(T: number, keyMask: Uint8Array | null | undefined): void {
+    for (let b = 0; b < this.batch; b++) {
+      for (let t = 0; t < T; t++) this.keyMask[b * this.maxLen + this.len + t] = keyMask ? keyMask[b * T + t] : 1;
+    }
+  }
+
+  /** Keeps only the batch rows in `rows` (in that order) — used when finished sequences drop out. */
+  select(rows: number[]): KVCache {
+    const first = this.k[0];
+    const [, , Hkv, D] = first.shape;
+    const out = new KVCache(this.k.length, rows.length, this.maxLen, Hkv, D);
+    const per = this.maxLen * Hkv * D;
+    for (let l = 0; l < this.k.length; l++) {
+      rows.forEach((r, i) => {
+        out.k[l].data.set(this.k[l].data.subarray(r * per, (r + 1) * per), i * per);
+        out.v[l].data.set(this.v[l].data.subarray(r * per, (r + 1) * per), i * per);
+      });
+    }
+    rows.forEach((r, i) => out.keyMask.set(this.keyMask.subarray(r * this.maxLen, (r + 1) * this.maxLen), i * this.maxLen));
+    out.len = this.len;
+    return out;
+  }
+}
+
+/** A low-rank update of one projection: y += (alpha / r) · x Aᵀ Bᵀ (PEFT naming: lora_A, lora_B). */
+export interface LoraAdapter {
+  readonly A: Tensor; // [r, in]
+  readonly B: Tensor; // [out, r]
+  readonly scale: number; // alpha / r
+}
+
+export abstract class CausalLM {
+  readonly params = new Map<string, Tensor>();
+  readonly lora = new Map<string, LoraAdapter>();
+
+  constructor(readonly config: ModelConfig) {
+    for (const spec of this.paramSpecs()) {
+      this.params.set(spec.name, new Tensor(alloc(spec.shape.reduce((a, b) => a * b, 1)), spec.shape, true, spec.name));
+    }
+  }
+
+  /** Every parameter of the architecture with its HF name, shape and initialisation. */
+  abstract paramSpecs(): ParamSpec[];
+
+  /** Logits [B, T, V] (or [R, V] for `outputRows`) of token ids [B·T]. */
+  abstract forward(ids: Int32Array, batch: number, seqLen: number, opts?: ForwardOptions): Tensor;
+
+  abstract createCache(batch: number, maxLen: number): KVCache;
+
+  get vocabSize(): number {
+    return this.config.vocabSize;
+  }
+
+  get maxPositions(): number {
+    return this.config.maxPositions;
+  }
+
+  param(name: string): Tensor {
+    const p = this.params.get(name);
+    if (p === undefined) throw new Error(`model has no parameter "${name}"`);
+    return p;
+  }
+
+  /** Initialises every parameter from scratch (normal / ones / zeros per its spec). */
+  initialize(rng: Rng): void {
+    for (const spec of this.paramSpecs()) {
+      const d = this.param(spec.name).data;
+      if (spec.init.kind === 'ones') d.fill(1);
+      else if (spec.init.kind === 'zeros') d.fill(0);
+      else for (let i = 0; i < d.length; i++) d[i] = rng.normal() * spec.init.std;
+    }
+  }
+
+  /** Parameters the optimiser updates (all of them, or only LoRA factors when adapters exist). */
+  trainableParams(): Tensor[] {
+    return [...this.params.values(), ...[...this.lora.values()].flatMap((a) => [a.A, a.B])].filter((p) => p.requiresGrad);
+  }
+
+  numParams(): number {
+    let n = 0;
+    for (const p of this.params.values()) n += p.size;
+    return n;
+  }
+
+  /**
+   * A named projection. `layout` is 'linear' for HF nn.Linear (W: [out, in], y = x Wᵀ + b) and
+   * 'conv1d' for GPT-2's Conv1D (W: [in, out], y = x W + b). Applies the LoRA adapter of `name`.
+   */
+  protected proj(x: Tensor, name: string, layout: 'linear' | 'conv1d' = 'linear'): Tensor {
+    const W = this.param(`${name}.weight`);
+    const b = this.params.get(`${name}.bias`) ?? null;
+    let y = layout === 'linear' ? linear(x, W, b) : b ? add(matmul(x, W), b) : matmul(x, W);
+    const ad = this.lora.get(name);
+    if (ad) y = add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale));
+    return y;
+  }
+
+  /** Row positions for a forward: given ones, or pastLen + t. */
+  protected positionsFor(batch: number, seqLen: number, opts: ForwardOptions): Int32Array {
+    if (opts.positions) {
+      if (opts.positions.length !== batch * seqLen) throw new Error(`positions has ${opts.positions.length} entries, expected ${batch * seqLen}`);
+      return opts.positions;
+    }
+    const past = opts.cache?.len ?? 0;
+    const pos = new Int32Array(batch * seqLen);
+    for (let b = 0; b < batch; b++) for (let t = 0; t < seqLen; t++) pos[b * seqLen + t] = past + t;
+    return pos;
+  }
+
+  /** Sets every parameter from `tensors` (same names and shapes). */
+  loadTensors(tensors: Map<string, FloatArray>): void {
+    noGrad(() => {
+      for (const [name, p] of this.params) {
+        const src = tensors.get(name);
+        if (src === undefined) throw new Error(`missing tensor "${name}"`);
+        p.data.set(src);
+      }
+    });
+  }
+}

@@ -1,0 +1,73 @@
+/** Sampling: determinism by seed, and an observable effect of every option. */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { loadModel } from '../../src/model/load.js';
+import { generate } from '../../src/model/sample.js';
+import { TextTokenizer } from '../../src/model/tokenizer.js';
+import { describeEachBackend } from '../helpers/backends.js';
+
+const DIR = 'test/fixtures/models/tiny-qwen2';
+
+describeEachBackend('sampling', () => {
+  const model = loadModel(DIR);
+  const prompts = [[10, 20, 30], [40, 50], [60, 70, 80, 90]];
+  const n = 12;
+  const distinct = (seqs: number[][]) => new Set(seqs.flat()).size;
+
+  it('the same seed gives the same tokens; another seed gives others', () => {
+    const a = generate(model, prompts, { maxNewTokens: n, temperature: 1, rng: 7 });
+    const b = generate(model, prompts, { maxNewTokens: n, temperature: 1, rng: 7 });
+    const c = generate(model, prompts, { maxNewTokens: n, temperature: 1, rng: 8 });
+    assert.deepEqual(a.tokens, b.tokens);
+    assert.notDeepEqual(a.tokens, c.tokens);
+  });
+
+  it('batched sampling equals one-by-one greedy decoding (padding does not leak)', () => {
+    const batched = generate(model, prompts, { maxNewTokens: n, temperature: 0 });
+    prompts.forEach((p, i) => assert.deepEqual(generate(model, [p], { maxNewTokens: n, temperature: 0 }).tokens[0], batched.tokens[i]));
+  });
+
+  it('temperature, top-k and top-p each narrow the sampled distribution', () => {
+    const many = Array.from({ length: 16 }, () => [10, 20, 30]);
+    const hot = distinct(generate(model, many, { maxNewTokens: 8, temperature: 2, rng: 1 }).tokens);
+    const cold = distinct(generate(model, many, { maxNewTokens: 8, temperature: 0.05, rng: 1 }).tokens);
+    const topk = distinct(generate(model, many, { maxNewTokens: 8, temperature: 2, topK: 2, rng: 1 }).tokens);
+    const topp = distinct(generate(model, many, { maxNewTokens: 8, temperature: 2, topP: 0.1, rng: 1 }).tokens);
+    assert.ok(cold < hot, `temperature: ${cold} < ${hot}`);
+    assert.ok(topk < hot, `top-k: ${topk} < ${hot}`);
+    assert.ok(topp < hot, `top-p: ${topp} < ${hot}`);
+    // top-k = 1 is greedy
+    const greedy = generate(model, prompts, { maxNewTokens: n, temperature: 0 });
+    assert.deepEqual(generate(model, prompts, { maxNewTokens: n, temperature: 1.5, topK: 1, rng: 3 }).tokens, greedy.tokens);
+  });
+
+  it('stops at stop tokens and stop strings, and reports why', () => {
+    const greedy = generate(model, [prompts[0]], { maxNewTokens: n, temperature: 0 });
+    const stopTok = greedy.tokens[0][3];
+    const s = generate(model, [prompts[0]], { maxNewTokens: n, temperature: 0, stopTokenIds: [stopTok] });
+    assert.equal(s.finishReasons[0], 'stop_token');
+    assert.deepEqual(s.tokens[0], greedy.tokens[0].slice(0, greedy.tokens[0].indexOf(stopTok) + 1));
+
+    const tok = TextTokenizer.fromDir(DIR);
+    const decode = (ids: number[]) => tok.decode(ids);
+    const full = generate(model, [prompts[0]], { maxNewTokens: n, temperature: 0, decode });
+    const text = full.texts[0];
+    const stop = text.slice(2, 4);
+    const cut = generate(model, [prompts[0]], { maxNewTokens: n, temperature: 0, decode, stopStrings: [stop] });
+    assert.equal(cut.finishReasons[0], 'stop_string');
+    assert.equal(cut.texts[0], text.slice(0, text.indexOf(stop)));
+    assert.equal(full.finishReasons[0], 'length');
+    assert.equal(full.tokens[0].length, n);
+  });
+
+  it('returns log-probs of the sampled tokens under the model', () => {
+    const r = generate(model, prompts, { maxNewTokens: 5, temperature: 1, rng: 2 });
+    for (const lps of r.logprobs) for (const lp of lps) assert.ok(lp <= 0 && Number.isFinite(lp));
+  });
+
+  it('rejects prompts that overflow the context and bad options', () => {
+    assert.throws(() => generate(model, [[1]], { maxNewTokens: 10_000 }), /context/);
+    assert.throws(() => generate(model, [[1]], { maxNewTokens: 2, topP: 0 }), /top_p/);
+    assert.throws(() => generate(model, [[]], { maxNewTokens: 2 }), /empty/);
+  });
+});
