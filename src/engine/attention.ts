@@ -8,7 +8,7 @@
  * transposes are materialised.
  */
 import { alloc, backend } from './runtime.js';
-import { Tensor, needsGrad, record } from './tensor.js';
+import { needsGrad, record, Tensor } from './tensor.js';
 
 export interface AttentionOptions {
   /** Query i (absolute position pastLen + i) sees keys at positions ≤ pastLen + i. */

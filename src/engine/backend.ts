@@ -117,7 +117,18 @@ export interface Backend {
 
   /** LayerNorm over rows of [rows, C]: out = (x − mean) · rstd · w + b. */
   layernorm(rows: number, C: number, x: FloatArray, w: FloatArray, b: FloatArray, eps: number, out: FloatArray, mean: FloatArray, rstd: FloatArray): void;
-  layernormBackward(rows: number, C: number, x: FloatArray, w: FloatArray, mean: FloatArray, rstd: FloatArray, gy: FloatArray, gx: FloatArray, gw: FloatArray, gb: FloatArray): void;
+  layernormBackward(
+    rows: number,
+    C: number,
+    x: FloatArray,
+    w: FloatArray,
+    mean: FloatArray,
+    rstd: FloatArray,
+    gy: FloatArray,
+    gx: FloatArray,
+    gw: FloatArray,
+    gb: FloatArray,
+  ): void;
 
   /**
    * Rotary embedding ("rotate_half" convention of HF Llama/Qwen2) on x viewed as [rows, H, D]:
@@ -143,7 +154,20 @@ export interface Backend {
    * p −= lr·wd·p; m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²;
    * p −= lr · (m / bc1) / (sqrt(v / bc2) + eps), with bc1 = 1 − b1^t, bc2 = 1 − b2^t.
    */
-  adamw(n: number, p: FloatArray, g: FloatArray, m: FloatArray, v: FloatArray, lr: number, b1: number, b2: number, eps: number, wd: number, bc1: number, bc2: number): void;
+  adamw(
+    n: number,
+    p: FloatArray,
+    g: FloatArray,
+    m: FloatArray,
+    v: FloatArray,
+    lr: number,
+    b1: number,
+    b2: number,
+    eps: number,
+    wd: number,
+    bc1: number,
+    bc2: number,
+  ): void;
 
   /**
    * Top-k of each row of x [rows, n] in descending order (ties: lower index first):

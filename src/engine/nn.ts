@@ -7,7 +7,7 @@
 import type { FloatArray } from './backend.js';
 import { mean, scale } from './ops.js';
 import { alloc, backend } from './runtime.js';
-import { Tensor, needsGrad, record } from './tensor.js';
+import { needsGrad, record, Tensor } from './tensor.js';
 
 /** out[..., :] = W[ids[...], :]. W: [V, C], ids: any shape → [...ids shape, C]. */
 export function embedding(W: Tensor, ids: Int32Array, idsShape: readonly number[]): Tensor {

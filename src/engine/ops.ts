@@ -4,7 +4,7 @@
  */
 import type { BinaryOp, UnaryOp } from './backend.js';
 import { alloc, backend } from './runtime.js';
-import { Tensor, accumulateReduced, broadcastShapes, broadcastStrides, needsGrad, numel, record, type Shape } from './tensor.js';
+import { accumulateReduced, broadcastShapes, broadcastStrides, needsGrad, numel, record, type Shape, Tensor } from './tensor.js';
 
 // ---- elementwise ----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import { embedding, layernorm } from '../engine/nn.js';
 import { add, gatherRows, gelu, linear, reshape, sliceLast } from '../engine/ops.js';
 import type { Tensor } from '../engine/tensor.js';
 import type { Gpt2Config } from './config.js';
-import { CausalLM, KVCache, type ForwardOptions, type ParamSpec } from './transformer.js';
+import { CausalLM, type ForwardOptions, KVCache, type ParamSpec } from './transformer.js';
 
 export class Gpt2Model extends CausalLM {
   declare readonly config: Gpt2Config;

@@ -11,11 +11,11 @@
  *   logits = lm_head(norm(h))
  */
 import { attention } from '../engine/attention.js';
-import { embedding, rmsnorm, rope, ropeTables, swiglu, type RopeTables } from '../engine/nn.js';
+import { embedding, type RopeTables, rmsnorm, rope, ropeTables, swiglu } from '../engine/nn.js';
 import { add, gatherRows, linear, reshape } from '../engine/ops.js';
 import type { Tensor } from '../engine/tensor.js';
 import type { LlamaConfig } from './config.js';
-import { CausalLM, KVCache, type ForwardOptions, type ParamSpec } from './transformer.js';
+import { CausalLM, type ForwardOptions, KVCache, type ParamSpec } from './transformer.js';
 
 export class LlamaModel extends CausalLM {
   declare readonly config: LlamaConfig;

@@ -8,7 +8,7 @@ import { type ModelConfig, readModelConfig, writeModelConfig } from './config.js
 import { CheckpointError } from './errors.js';
 import { Gpt2Model } from './gpt2.js';
 import { LlamaModel } from './llama.js';
-import { type Tensor as StoredTensor, type WritableTensor, readShardedSafetensors, writeSafetensors } from './safetensors.js';
+import { readShardedSafetensors, type Tensor as StoredTensor, type WritableTensor, writeSafetensors } from './safetensors.js';
 import type { CausalLM } from './transformer.js';
 
 /** A model of `config`'s architecture with uninitialised (zero) parameters. */
@@ -40,17 +40,39 @@ export function loadModel(dir: string): CausalLM {
     if (ignorable(key, config)) continue;
     const name = canonicalName(key, config);
     if (!model.params.has(name)) {
-      throw new CheckpointError('BAD_CONFIG', weightsFile, `tensor "${key}" is not a parameter of a ${config.modelType} model with this config.json`, 'check that config.json belongs to these weights');
+      throw new CheckpointError(
+        'BAD_CONFIG',
+        weightsFile,
+        `tensor "${key}" is not a parameter of a ${config.modelType} model with this config.json`,
+        'check that config.json belongs to these weights',
+      );
     }
     byName.set(name, t);
   }
   for (const [name, p] of model.params) {
     const t = byName.get(name);
-    if (t === undefined) throw new CheckpointError('MISSING_TENSOR', weightsFile, `parameter "${name}" is missing`, 'the checkpoint is incomplete or belongs to another architecture');
+    if (t === undefined)
+      throw new CheckpointError(
+        'MISSING_TENSOR',
+        weightsFile,
+        `parameter "${name}" is missing`,
+        'the checkpoint is incomplete or belongs to another architecture',
+      );
     if (t.shape.join() !== p.shape.join()) {
-      throw new CheckpointError('SHAPE_MISMATCH', weightsFile, `"${name}" has shape [${t.shape}] but config.json implies [${p.shape}]`, 'check that config.json belongs to these weights');
+      throw new CheckpointError(
+        'SHAPE_MISMATCH',
+        weightsFile,
+        `"${name}" has shape [${t.shape}] but config.json implies [${p.shape}]`,
+        'check that config.json belongs to these weights',
+      );
     }
-    if (!(t.data instanceof Float32Array)) throw new CheckpointError('UNSUPPORTED_DTYPE', weightsFile, `"${name}" is stored as ${t.dtype}, not a float type`, 're-export the weights as F32/F16/BF16');
+    if (!(t.data instanceof Float32Array))
+      throw new CheckpointError(
+        'UNSUPPORTED_DTYPE',
+        weightsFile,
+        `"${name}" is stored as ${t.dtype}, not a float type`,
+        're-export the weights as F32/F16/BF16',
+      );
     p.data.set(t.data);
   }
   return model;

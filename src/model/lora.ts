@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { matmul } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc } from '../engine/runtime.js';
-import { Tensor, noGrad } from '../engine/tensor.js';
+import { noGrad, Tensor } from '../engine/tensor.js';
 import { CheckpointError } from './errors.js';
-import { type WritableTensor, readSafetensors, writeFileAtomic, writeSafetensors } from './safetensors.js';
+import { readSafetensors, type WritableTensor, writeFileAtomic, writeSafetensors } from './safetensors.js';
 import type { CausalLM } from './transformer.js';
 
 export interface LoraConfig {
@@ -117,7 +117,12 @@ export function loadLora(model: CausalLM, dir: string): LoraConfig {
   if (!existsSync(cfgFile)) throw new CheckpointError('FILE_MISSING', cfgFile, 'no adapter_config.json', 'point to a folder written by saveLora or PEFT');
   const raw = JSON.parse(readFileSync(cfgFile, 'utf8')) as { r?: number; lora_alpha?: number; target_modules?: string[]; peft_type?: string };
   if (raw.peft_type !== 'LORA' || typeof raw.r !== 'number' || typeof raw.lora_alpha !== 'number' || !Array.isArray(raw.target_modules)) {
-    throw new CheckpointError('BAD_CONFIG', cfgFile, 'not a LoRA adapter config (needs peft_type LORA, r, lora_alpha, target_modules)', 'point to a folder written by saveLora or PEFT');
+    throw new CheckpointError(
+      'BAD_CONFIG',
+      cfgFile,
+      'not a LoRA adapter config (needs peft_type LORA, r, lora_alpha, target_modules)',
+      'point to a folder written by saveLora or PEFT',
+    );
   }
   const cfg: LoraConfig = { r: raw.r, alpha: raw.lora_alpha, targetModules: raw.target_modules };
   const stored = readSafetensors(weightsFile);
@@ -126,9 +131,16 @@ export function loadLora(model: CausalLM, dir: string): LoraConfig {
   const scaleOf = cfg.alpha / cfg.r;
   for (const [key, t] of stored) {
     const m = /^(?:base_model\.model\.)?(.+)\.lora_([AB])(?:\.default)?\.weight$/.exec(key);
-    if (!m || !(t.data instanceof Float32Array)) throw new CheckpointError('CORRUPT', weightsFile, `unexpected tensor "${key}"`, 'point to a LoRA adapter file');
+    if (!m || !(t.data instanceof Float32Array))
+      throw new CheckpointError('CORRUPT', weightsFile, `unexpected tensor "${key}"`, 'point to a LoRA adapter file');
     const [, name, which] = m;
-    if (!model.params.has(`${name}.weight`)) throw new CheckpointError('SHAPE_MISMATCH', weightsFile, `adapter for "${name}", which this model does not have`, 'load the adapter onto the base model it was trained for');
+    if (!model.params.has(`${name}.weight`))
+      throw new CheckpointError(
+        'SHAPE_MISMATCH',
+        weightsFile,
+        `adapter for "${name}", which this model does not have`,
+        'load the adapter onto the base model it was trained for',
+      );
     const ad = model.lora.get(name) ?? { A: new Tensor(alloc(0), [0]), B: new Tensor(alloc(0), [0]), scale: scaleOf };
     const tensor = new Tensor(Float32Array.from(t.data), t.shape, true, `${name}.lora_${which}.weight`);
     model.lora.set(name, which === 'A' ? { ...ad, A: tensor } : { ...ad, B: tensor });
@@ -136,7 +148,12 @@ export function loadLora(model: CausalLM, dir: string): LoraConfig {
   for (const [name, ad] of model.lora) {
     const proj = projections(model).find((p) => p.name === name);
     if (!proj || ad.A.shape.join() !== `${cfg.r},${proj.inDim}` || ad.B.shape.join() !== `${proj.outDim},${cfg.r}`) {
-      throw new CheckpointError('SHAPE_MISMATCH', weightsFile, `adapter "${name}" has A [${ad.A.shape}] and B [${ad.B.shape}]`, 'load the adapter onto the base model it was trained for');
+      throw new CheckpointError(
+        'SHAPE_MISMATCH',
+        weightsFile,
+        `adapter "${name}" has A [${ad.A.shape}] and B [${ad.B.shape}]`,
+        'load the adapter onto the base model it was trained for',
+      );
     }
   }
   loraConfigs.set(model, cfg);

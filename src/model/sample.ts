@@ -55,7 +55,8 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
 
   const T = Math.max(...prompts.map((p) => p.length));
   const maxLen = T + maxNewTokens;
-  if (maxLen > model.maxPositions) throw new Error(`prompt (${T} tokens) + max_new_tokens (${maxNewTokens}) exceeds the model's context of ${model.maxPositions}`);
+  if (maxLen > model.maxPositions)
+    throw new Error(`prompt (${T} tokens) + max_new_tokens (${maxNewTokens}) exceeds the model's context of ${model.maxPositions}`);
 
   const tokens: number[][] = prompts.map(() => []);
   const logprobs: number[][] = prompts.map(() => []);

@@ -6,7 +6,7 @@ import type { FloatArray } from '../engine/backend.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc } from '../engine/runtime.js';
-import { Tensor, noGrad } from '../engine/tensor.js';
+import { noGrad, Tensor } from '../engine/tensor.js';
 import type { ModelConfig } from './config.js';
 
 /** How a parameter is initialised when a model is created from scratch. */
@@ -81,7 +81,7 @@ export class KVCache {
         out.v[l].data.set(this.v[l].data.subarray(r * per, (r + 1) * per), i * per);
       });
     }
-    rows.forEach((r, i) => out.keyMask.set(this.keyMask.subarray(r * this.maxLen, (r + 1) * this.maxLen), i * this.maxLen));
+    for (const [i, r] of rows.entries()) out.keyMask.set(this.keyMask.subarray(r * this.maxLen, (r + 1) * this.maxLen), i * this.maxLen);
     out.len = this.len;
     return out;
   }

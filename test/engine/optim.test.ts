@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { AdamW, SGD, clipGradNorm, gradNorm, lrMultiplier } from '../../src/engine/optim.js';
+import { AdamW, clipGradNorm, gradNorm, lrMultiplier, SGD } from '../../src/engine/optim.js';
 import { setBackend, setDType } from '../../src/engine/runtime.js';
 import { Tensor } from '../../src/engine/tensor.js';
 

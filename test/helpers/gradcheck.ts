@@ -4,7 +4,7 @@
  * projection, with central differences, and returns the worst relative error.
  */
 import { setBackend, setDType } from '../../src/engine/runtime.js';
-import { Tensor, backward, clearTape, noGrad, numel } from '../../src/engine/tensor.js';
+import { backward, clearTape, noGrad, numel, Tensor } from '../../src/engine/tensor.js';
 
 export function useFloat64Reference(): void {
   setBackend('reference');

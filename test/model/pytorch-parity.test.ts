@@ -4,13 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { type BackendName, setBackend, setDType } from '../../src/engine/runtime.js';
 import { tokenLogprobs } from '../../src/engine/nn.js';
-import { weightedSum, scale } from '../../src/engine/ops.js';
+import { scale, weightedSum } from '../../src/engine/ops.js';
+import { type BackendName, setBackend, setDType } from '../../src/engine/runtime.js';
 import { backward } from '../../src/engine/tensor.js';
 import { loadModel } from '../../src/model/load.js';
-import { generate } from '../../src/model/sample.js';
 import { readSafetensors } from '../../src/model/safetensors.js';
+import { generate } from '../../src/model/sample.js';
 import { describeEachBackend } from '../helpers/backends.js';
 
 const FIX = 'test/fixtures';

@@ -10,7 +10,11 @@ const DIR = 'test/fixtures/models/tiny-qwen2';
 
 describeEachBackend('sampling', () => {
   const model = loadModel(DIR);
-  const prompts = [[10, 20, 30], [40, 50], [60, 70, 80, 90]];
+  const prompts = [
+    [10, 20, 30],
+    [40, 50],
+    [60, 70, 80, 90],
+  ];
   const n = 12;
   const distinct = (seqs: number[][]) => new Set(seqs.flat()).size;
 
@@ -24,7 +28,7 @@ describeEachBackend('sampling', () => {
 
   it('batched sampling equals one-by-one greedy decoding (padding does not leak)', () => {
     const batched = generate(model, prompts, { maxNewTokens: n, temperature: 0 });
-    prompts.forEach((p, i) => assert.deepEqual(generate(model, [p], { maxNewTokens: n, temperature: 0 }).tokens[0], batched.tokens[i]));
+    for (const [i, p] of prompts.entries()) assert.deepEqual(generate(model, [p], { maxNewTokens: n, temperature: 0 }).tokens[0], batched.tokens[i]);
   });
 
   it('temperature, top-k and top-p each narrow the sampled distribution', () => {

@@ -13,7 +13,7 @@ function unaryF(op: UnaryOp, x: number): number {
     case 'silu':
       return x / (1 + Math.exp(-x));
     case 'relu':
-      return x > 0 ? x : 0;
+      return Math.max(x, 0);
     case 'exp':
       return Math.exp(x);
     case 'log':

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent setup for a fresh clone: Debian's OpenBLAS (as root), npm dependencies, the native
+# addon and the compiled CLI. Every step is skipped when its output is already up to date.
+#   bash scripts/setup.sh [--with-torch]   (--with-torch: also python3-torch, for benchmarks/fixtures)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .stamps
+say() { [ -n "${MAGRPO_QUIET:-}" ] || echo "[setup] $*" >&2; }
+
+apt_install() {
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    say "missing system package(s) $*; install them with your package manager (see README, 'Other setups')"
+    return 1
+  fi
+  if [ ! -f .stamps/apt-updated ]; then
+    say "apt-get update"
+    apt-get update -qq >/dev/null && touch .stamps/apt-updated
+  fi
+  say "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# 1. OpenBLAS headers and library for the native backend.
+if ! ls /usr/include/*/openblas*/cblas.h /usr/include/openblas/cblas.h /usr/include/cblas.h >/dev/null 2>&1 \
+  && ! pkg-config --exists openblas 2>/dev/null; then
+  apt_install libopenblas-dev || true
+fi
+
+# 2. Optional: PyTorch for side-by-side benchmarks and fixture regeneration.
+if [ "${1:-}" = "--with-torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  apt_install python3-torch || say "python3-torch unavailable: benchmarks will run without PyTorch columns"
+fi
+
+# 3. npm dependencies (reinstalled when package-lock.json changes).
+if [ ! -d node_modules ] || [ package-lock.json -nt .stamps/npm ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error >&2
+  touch .stamps/npm
+fi
+
+# 4. Native addon (the build script itself skips when up to date).
+if ! node scripts/build-native.mjs >&2; then
+  say "native addon not built: only MAGRPO_BACKEND=reference will work (see README)"
+fi
+
+# 5. Compiled JavaScript for the CLI.
+if [ ! -f .stamps/tsc ] || [ -n "$(find src package.json tsconfig*.json -newer .stamps/tsc -print -quit)" ]; then
+  say "tsc (build)"
+  npx tsc -p tsconfig.build.json
+  touch .stamps/tsc
+fi

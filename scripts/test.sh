@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: setup, lint, type-check, layering rule, then every test file.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+echo "== lint (biome)"
+npx biome check --diagnostic-level=error .
+echo "== typecheck (tsc --noEmit)"
+npx tsc --noEmit -p tsconfig.json
+echo "== layering and size budgets"
+node scripts/check-layers.mjs
+echo "== tests"
+# Two test files at a time: the machine has two cores and several tests are compute-bound.
+# shellcheck disable=SC2046
+exec npx tsx --test --test-concurrency=2 $(find test -name '*.test.ts' | sort)

@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+/** The `magrpo` command line. Each subcommand lives in its own module; this file only wires them. */
+import { Command } from 'commander';
+import { registerSample } from './sample.js';
+
+const program = new Command();
+program
+  .name('magrpo')
+  .description('Train teams of language models to cooperate with multi-agent RL (MAGRPO), on CPU.')
+  .version('0.1.0')
+  .showHelpAfterError();
+registerSample(program);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`magrpo: ${err instanceof Error ? err.message : String(err)}\n`);
+  if (process.env.MAGRPO_DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+/**
+ * A language model as users meet it: weights + tokenizer + generation defaults from one HF
+ * folder, with text-in/text-out sampling. The RL trainer and the CLI both go through this.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Rng } from '../engine/rng.js';
+import { type GenerationDefaults, readGenerationConfig } from './config.js';
+import { loadModel, type SaveDtype, saveModel } from './load.js';
+import { type FinishReason, generate } from './sample.js';
+import { TextTokenizer } from './tokenizer.js';
+import type { CausalLM } from './transformer.js';
+
+export interface TextSampleOptions {
+  maxNewTokens: number;
+  temperature?: number;
+  topK?: number | null;
+  topP?: number;
+  stopStrings?: readonly string[];
+  /** Stop at the tokenizer's EOS tokens (default true). */
+  stopAtEos?: boolean;
+  rng?: Rng | number;
+}
+
+export interface TextSample {
+  /** Prompt token ids (with the tokenizer's special tokens, e.g. BOS). */
+  promptIds: number[];
+  /** Completion token ids, including a final EOS / stop-string tokens. */
+  completionIds: number[];
+  /** Completion text without special tokens, cut before a stop string. */
+  text: string;
+  logprobs: number[];
+  finishReason: FinishReason;
+}
+
+export class LanguageModel {
+  constructor(
+    readonly model: CausalLM,
+    readonly tokenizer: TextTokenizer,
+    readonly generation: GenerationDefaults = {},
+    /** Folder it was loaded from (informational). */
+    readonly source = '',
+  ) {}
+
+  /** Loads config.json, weights, tokenizer.json and generation_config.json from a HF folder. */
+  static load(dir: string): LanguageModel {
+    const model = loadModel(dir);
+    const tokenizer = TextTokenizer.fromDir(dir);
+    const generation = existsSync(join(dir, 'generation_config.json')) ? readGenerationConfig(dir) : {};
+    if (tokenizer.vocabSize > model.vocabSize) {
+      throw new Error(`${join(dir, 'tokenizer.json')}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${model.vocabSize}`);
+    }
+    return new LanguageModel(model, tokenizer, generation, dir);
+  }
+
+  /** Writes weights, config and tokenizer as a HF folder. */
+  save(dir: string, dtype: SaveDtype = 'F32'): void {
+    saveModel(this.model, dir, dtype);
+    this.tokenizer.saveTo(dir);
+  }
+
+  /** End-of-sequence ids from the tokenizer and generation_config.json. */
+  stopIds(): number[] {
+    const gen = this.generation.eosTokenId;
+    return [...new Set([...this.tokenizer.eosIds, ...(gen === undefined ? [] : [gen].flat())])];
+  }
+
+  encode(text: string): number[] {
+    return this.tokenizer.encode(text);
+  }
+
+  /** Samples one completion per prompt, batched. */
+  sample(prompts: readonly string[], opts: TextSampleOptions): TextSample[] {
+    const promptIds = prompts.map((p) => this.encode(p));
+    const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
+    const out = generate(this.model, promptIds, {
+      maxNewTokens: opts.maxNewTokens,
+      temperature: opts.temperature,
+      topK: opts.topK,
+      topP: opts.topP,
+      stopTokenIds: opts.stopAtEos === false ? [] : this.stopIds(),
+      stopStrings: opts.stopStrings,
+      decode: (ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
+      rng,
+    });
+    return promptIds.map((ids, i) => ({
+      promptIds: ids,
+      completionIds: out.tokens[i],
+      text: out.texts[i],
+      logprobs: out.logprobs[i],
+      finishReason: out.finishReasons[i],
+    }));
+  }
+}
