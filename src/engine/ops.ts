@@ -323,3 +323,36 @@ export function weightedSum(x: Tensor, w: ArrayLike<number>): Tensor {
   }
   return out;
 }
+
+/** min(max(x, lo), hi) elementwise; the gradient flows where x is inside [lo, hi]. */
+export function clamp(x: Tensor, lo: number, hi: number): Tensor {
+  const out = new Tensor(alloc(x.size), x.shape);
+  for (let i = 0; i < x.size; i++) out.data[i] = Math.min(hi, Math.max(lo, x.data[i]));
+  if (needsGrad(x)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const gx = x.ensureGrad();
+      for (let i = 0; i < gx.length; i++) if (x.data[i] >= lo && x.data[i] <= hi) gx[i] += g[i];
+    });
+  }
+  return out;
+}
+
+/** Elementwise minimum of two same-shape tensors; the gradient goes to the smaller (a on ties). */
+export function minimum(a: Tensor, b: Tensor): Tensor {
+  if (a.size !== b.size) throw new Error('minimum: tensors must have the same shape');
+  const out = new Tensor(alloc(a.size), a.shape);
+  for (let i = 0; i < a.size; i++) out.data[i] = Math.min(a.data[i], b.data[i]);
+  if (needsGrad(a, b)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      for (let i = 0; i < g.length; i++) {
+        const t = a.data[i] <= b.data[i] ? a : b;
+        if (t.requiresGrad) t.ensureGrad()[i] += g[i];
+      }
+    });
+  }
+  return out;
+}

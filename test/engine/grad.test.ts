@@ -99,3 +99,15 @@ describe('op gradients vs finite differences (float64)', () => {
     assert.ok(gradError([q1, k, v], () => attention(q1, k, v, { causal: true, kvLen: 3 })) < TOL);
   });
 });
+
+describe('clamp and minimum gradients', () => {
+  before(useFloat64Reference);
+  const r = prng(3);
+  it('clamp passes gradients inside the interval only; minimum routes to the smaller', () => {
+    const x = randTensor([9], r, -2, 2);
+    assert.ok(gradError([x], () => ops.clamp(x, -0.7, 0.9)) < TOL);
+    const a = randTensor([9], r);
+    const b = randTensor([9], r);
+    assert.ok(gradError([a, b], () => ops.minimum(a, b)) < TOL);
+  });
+});

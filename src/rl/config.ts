@@ -1,0 +1,206 @@
+/**
+ * The MAGRPO trainer configuration: every key declared once, with type, default, range and a
+ * one-line description (docs, `--help` and the JSON Schema are generated from this schema).
+ * Keys and defaults follow the reference library's MAGRPOConfig (spec §2.1); our additions and
+ * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
+ */
+import { z } from 'zod';
+
+const posInt = () => z.number().int().min(1);
+const nonNegInt = () => z.number().int().min(0);
+
+export const LoraSchema = z.strictObject({
+  r: posInt().describe('LoRA rank'),
+  alpha: z.number().positive().describe('LoRA scale numerator (update × alpha / r)'),
+  target_modules: z.array(z.string()).min(1).describe('projection names that get adapters, e.g. [q_proj, v_proj] or [c_attn]'),
+});
+
+export const RewardProcessorSchema = z.strictObject({
+  scale: z.number().default(1).describe('multiply the raw reward'),
+  shift: z.number().default(0).describe('then add this'),
+  clamp_min: z.number().nullable().default(null).describe('then clamp from below (null = no clamp)'),
+  clamp_max: z.number().nullable().default(null).describe('then clamp from above (null = no clamp)'),
+});
+
+export const MagrpoConfigSchema = z
+  .strictObject({
+    // --- data and schedule
+    num_train_epochs: posInt().default(20).describe('passes over the training set'),
+    num_agents: posInt().default(2).describe('N, agents in the team (1 = single-agent GRPO)'),
+    num_generations: z.number().int().min(2).default(4).describe('G, completions each agent samples per tree node (group baseline needs ≥ 2)'),
+    num_turns: posInt().default(1).describe('T, turns per episode; > 1 needs a transition. (magrpo) default 1, the reference has 2'),
+    seed: nonNegInt().default(0).describe('(magrpo) seeds sampling, buffer shuffles and initialisation'),
+    // --- sampling
+    max_new_tokens: posInt().default(256).describe('generation length cap per completion'),
+    temperature: z.number().min(0).default(0.6).describe('sampling temperature'),
+    top_p: z.number().gt(0).max(1).default(0.6).describe('nucleus sampling threshold'),
+    top_k: posInt().nullable().default(50).describe('top-k sampling (null = off)'),
+    // --- tree
+    joint_mode: z.enum(['aligned', 'align', 'cross', 'crossed']).default('aligned').describe('joint actions: aligned (G per node) or cross (G^N per node)'),
+    cross_credit: z
+      .enum(['mean', 'sum'])
+      .default('mean')
+      .describe('(magrpo) cross mode: credit a completion with the mean (default) or the sum (reference) of its joint returns'),
+    discount: z.number().min(0).max(1).default(1).describe('γ in R = r + γ · mean(child returns)'),
+    early_termination_threshold: z.number().nullable().default(-0.2).describe('do not expand a node whose mean reward is > this (null = off)'),
+    external_prompt_passthrough: z.boolean().default(false).describe("use the transition's prompts verbatim instead of re-formatting them"),
+    // --- advantage and loss
+    advantage_mode: z.enum(['mean', 'raw', 'max', 'rloo']).default('mean').describe('baseline: mean (MAGRPO), raw (MAREINFORCE), max (MAReMax), rloo (MARLOO)'),
+    advantage_normalization: z.boolean().default(true).describe('standardise advantages within each node sample (population std)'),
+    loss_aggregation: z
+      .enum(['sequence_sum', 'token_mean', 'constant_norm'])
+      .default('sequence_sum')
+      .describe('(magrpo) per-sequence log-prob: sum (MAGRPO), mean over tokens, or sum / max_new_tokens (Dr. GRPO)'),
+    ppo_clip_eps: z.number().positive().nullable().default(null).describe('(magrpo) PPO ratio clipping ε (null = plain policy gradient)'),
+    ppo_epochs: posInt().default(1).describe('(magrpo) passes over each drained buffer (> 1 re-uses rollouts)'),
+    reference_kl_enabled: z.boolean().default(false).describe('penalise divergence from a frozen copy of the initial policy'),
+    reference_kl_coef: z.number().min(0).default(0.1).describe('β of the reference KL'),
+    reference_kl_mode: z
+      .enum(['reward_shaping', 'loss'])
+      .default('reward_shaping')
+      .describe('(magrpo) KL as return shaping R − β·KL (reference) or as a loss term β·KL with gradient'),
+    reference_devices: z
+      .union([z.string(), z.array(z.string())])
+      .nullable()
+      .default(null)
+      .describe('reference model devices (length 1 or N); CPU only here'),
+    reward_processor: RewardProcessorSchema.nullable().default(null).describe('scale/shift/clamp applied to every joint reward'),
+    // --- optimisation
+    agent_learning_rate: z
+      .union([z.number().positive(), z.array(z.number().positive()).min(1)])
+      .default(5e-6)
+      .describe('AdamW learning rate, one for all agents or one per agent'),
+    weight_decay: z.number().min(0).default(0.01).describe('AdamW decoupled weight decay (torch default)'),
+    adam_betas: z
+      .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
+      .default([0.9, 0.999])
+      .describe('AdamW β1, β2'),
+    adam_eps: z.number().positive().default(1e-8).describe('AdamW ε'),
+    max_grad_norm: z.number().positive().nullable().default(null).describe('(magrpo) clip each agent’s gradient norm (null = off, as the reference)'),
+    lr_scheduler: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('(magrpo) learning-rate schedule over optimizer steps'),
+    warmup_steps: nonNegInt().default(0).describe('(magrpo) linear warmup steps'),
+    lora: LoraSchema.nullable().default(null).describe('(magrpo) train LoRA adapters instead of full weights (null = full fine-tuning)'),
+    rollout_buffer_size: posInt().default(2).describe('node samples per agent before an update'),
+    train_batch_size: posInt().nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
+    // --- evaluation, logging, checkpoints
+    eval_interval: nonNegInt().default(16).describe('evaluate every this many training items (0 = never)'),
+    eval_num_samples: nonNegInt().default(4).describe('eval items per evaluation'),
+    eval_batch_size: posInt().default(1).describe('eval loader batch (kept for compatibility; eval items are batched per turn)'),
+    eval_sampling: z.enum(['sampled', 'greedy']).default('sampled').describe('(magrpo) eval decoding; the reference samples'),
+    eval_samples_per_item: posInt().default(1).describe('(magrpo) episodes per eval item (pass@k needs k)'),
+    logging_steps: posInt().default(50).describe('minimum env-step gap between logged training entries'),
+    save_steps: nonNegInt().default(0).describe('(magrpo) checkpoint every this many training items (0 = only at the end)'),
+    output_dir: z.string().nullable().default(null).describe('(magrpo) run directory for checkpoints and metrics (null = no files)'),
+    save_total_limit: posInt().nullable().default(2).describe('(magrpo) checkpoints kept on disk, oldest removed first (null = keep all)'),
+    // --- execution
+    parallel_training: z.enum(['none', 'null', 'mp']).default('none').describe('none: agents in turn; mp: one worker thread per agent'),
+    agent_devices: z
+      .union([z.string(), z.array(z.string())])
+      .nullable()
+      .default(null)
+      .describe('per-agent devices (length 1 or N); CPU only here'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.parallel_training === 'mp' && c.agent_devices === null) {
+      ctx.addIssue({ code: 'custom', path: ['agent_devices'], message: 'parallel_training "mp" needs agent_devices (e.g. ["cpu", "cpu"])' });
+    }
+    const perAgent = (key: 'agent_learning_rate' | 'agent_devices' | 'reference_devices') => {
+      const v = c[key];
+      if (Array.isArray(v) && v.length !== 1 && v.length !== c.num_agents) {
+        const label = key === 'reference_devices' ? 'reference_devices length' : `${key} length`;
+        ctx.addIssue({ code: 'custom', path: [key], message: `${label} (${v.length}) must be 1 or num_agents (${c.num_agents})` });
+      }
+    };
+    perAgent('agent_learning_rate');
+    perAgent('agent_devices');
+    perAgent('reference_devices');
+    for (const key of ['agent_devices', 'reference_devices'] as const) {
+      const v = c[key];
+      for (const d of v === null ? [] : [v].flat()) {
+        if (d !== 'cpu' && d !== 'auto') ctx.addIssue({ code: 'custom', path: [key], message: `device "${d}" is not available: this build runs on "cpu"` });
+      }
+    }
+    if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
+      ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
+    }
+  });
+
+/** The config as users write it (every key optional). */
+export type MagrpoConfigInput = z.input<typeof MagrpoConfigSchema>;
+/** The resolved config, every default filled in. */
+export type MagrpoConfig = z.output<typeof MagrpoConfigSchema>;
+
+/** One problem in a config: where, and what is wrong. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+/** A config that failed validation; every problem is reported at once, each by its key path. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  readonly code = 'INVALID_CONFIG';
+
+  constructor(
+    readonly issues: ConfigIssue[],
+    readonly source = 'config',
+  ) {
+    super(`invalid ${source}:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`);
+  }
+}
+
+/** Levenshtein distance, for did-you-mean suggestions on unknown keys. */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length][b.length];
+}
+
+export function didYouMean(key: string, known: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestD = Number.POSITIVE_INFINITY;
+  for (const k of known) {
+    const dist = distance(key, k);
+    if (dist < bestD) [best, bestD] = [k, dist];
+  }
+  return best !== null && bestD <= Math.max(2, Math.floor(key.length / 3)) ? best : null;
+}
+
+/** Turns zod issues into path-named messages (unknown keys get a did-you-mean). */
+export function formatIssues(error: z.ZodError, knownKeys: (path: (string | number)[]) => string[]): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const path = [...issue.path, key].join('.');
+        const hint = didYouMean(key, knownKeys(issue.path as (string | number)[]));
+        out.push({ path, message: `unknown key${hint ? ` — did you mean "${hint}"?` : ''}` });
+      }
+      continue;
+    }
+    const path = issue.path.length ? issue.path.join('.') : '(root)';
+    let message = issue.message;
+    if (issue.code === 'invalid_value' && 'values' in issue)
+      message = `got ${JSON.stringify((issue as { input?: unknown }).input)}, expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    out.push({ path, message });
+  }
+  return out;
+}
+
+/** Validates and fills defaults; throws ConfigError naming every bad key. */
+export function resolveConfig(input: unknown, source = 'MAGRPO config'): MagrpoConfig {
+  const r = MagrpoConfigSchema.safeParse(input ?? {});
+  if (r.success) return r.data;
+  throw new ConfigError(
+    formatIssues(r.error, () => Object.keys(MagrpoConfigSchema.shape)),
+    source,
+  );
+}
+
+/** Per-agent value of a scalar-or-list key. */
+export function perAgent<T>(value: T | T[], agent: number): T {
+  return Array.isArray(value) ? (value.length === 1 ? value[0] : value[agent]) : value;
+}

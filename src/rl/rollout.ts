@@ -1,0 +1,262 @@
+/**
+ * The rollout tree of one item (spec §1.3–1.5). Every node: each agent samples G completions of
+ * its prompt; joint actions (aligned: G, cross: G^N) are scored by the joint reward; unless the
+ * node terminates early, each joint action's transition spawns a child node at the next turn.
+ *
+ * All nodes of one turn are sampled together (one batch per agent), which is much faster on CPU
+ * than the reference's depth-first recursion; env steps are then numbered in depth-first
+ * pre-order, exactly as the reference numbers them.
+ */
+
+import { jointIndices, jointReturns, mean } from './advantage.js';
+import type { SampledGroup, SamplingParams } from './agent.js';
+import { type AgentHandle, forEachAgent } from './agent-pool.js';
+import type { MagrpoConfig } from './config.js';
+import { type Formatter, type RewardInput, type Task, TaskError } from './task.js';
+
+export interface TreeNode {
+  turn: number;
+  /** Raw prompt per agent (the transition's output at turns > 0): what histories record. */
+  rawPrompts: string[];
+  /** Per agent: the formatted prompt and its G completions. */
+  groups: SampledGroup[];
+  /** Joint actions as per-agent completion indices. */
+  joint: number[][];
+  /** Processed joint reward per joint action. */
+  rewards: number[];
+  components: Record<string, number>[];
+  /** Child node per joint action (null: leaf or early termination). */
+  children: (TreeNode | null)[];
+  /** Cumulative env steps once this node is scored (depth-first pre-order). */
+  envStep: number;
+  /** R^k, filled by computeReturns. */
+  returns: number[];
+  promptHistory: string[][];
+  responseHistory: string[][];
+}
+
+export interface RolloutContext<Item> {
+  task: Task<Item>;
+  config: MagrpoConfig;
+  agents: AgentHandle[];
+  formatters: Formatter<Item>[];
+  /** Item index within the dataset (for error messages). */
+  itemIndex: number;
+}
+
+export interface RolloutTimings {
+  sampling: number;
+  reward: number;
+}
+
+export function samplingParams(c: MagrpoConfig, greedy = false): SamplingParams {
+  return { maxNewTokens: c.max_new_tokens, temperature: greedy ? 0 : c.temperature, topK: c.top_k, topP: c.top_p };
+}
+
+/** The prompt agent i sees: formatter(item) at turn 0; later the transition's prompt, re-formatted. */
+export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, item: Item, external: string | null): string {
+  if (external === null) return ctx.formatters[agent](item);
+  if (ctx.config.external_prompt_passthrough) return external;
+  // As the reference: the formatter sees a copy of the item whose `prompt` is the external prompt.
+  const copy =
+    typeof item === 'object' && item !== null ? ({ ...item, prompt: external, _original_prompt: (item as { prompt?: unknown }).prompt } as Item) : item;
+  return ctx.formatters[agent](copy, external);
+}
+
+/** Builds and scores the whole tree of one item; returns the root. */
+export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, envStepBefore: number, timings: RolloutTimings): Promise<TreeNode> {
+  const { config } = ctx;
+  const N = ctx.agents.length;
+  const G = config.num_generations;
+  const mode = config.joint_mode === 'cross' || config.joint_mode === 'crossed' ? 'cross' : 'aligned';
+  const joint = jointIndices(mode, N, G);
+  const empty = () => Array.from({ length: N }, () => [] as string[]);
+  let level: TreeNode[] = [newNode(0, new Array<string | null>(N).fill(null), empty(), empty())];
+  const root = level[0];
+
+  for (let turn = 0; level.length > 0; turn++) {
+    let t0 = performance.now();
+    await sampleLevel(ctx, item, level);
+    timings.sampling += performance.now() - t0;
+    t0 = performance.now();
+    await Promise.all(level.map((node) => scoreNode(ctx, item, node, joint)));
+    timings.reward += performance.now() - t0;
+    if (turn === config.num_turns - 1) break;
+    level = await expandLevel(ctx, item, level);
+  }
+  numberEnvSteps(root, envStepBefore);
+  return root;
+
+  function newNode(t: number, raw: (string | null)[], ph: string[][], rh: string[][]): TreeNode {
+    const groups = raw.map((r, i) => ({ prompt: formatPrompt(ctx, i, item, r), promptIds: [], completions: [] }) as SampledGroup);
+    return {
+      turn: t,
+      rawPrompts: groups.map((g, i) => raw[i] ?? g.prompt),
+      groups,
+      joint,
+      rewards: [],
+      components: [],
+      children: [],
+      envStep: 0,
+      returns: [],
+      promptHistory: ph,
+      responseHistory: rh,
+    };
+  }
+
+  async function expandLevel(c: RolloutContext<Item>, it: Item, nodes: TreeNode[]): Promise<TreeNode[]> {
+    const next: TreeNode[] = [];
+    for (const node of nodes) {
+      const threshold = c.config.early_termination_threshold;
+      if (threshold !== null && mean(node.rewards) > threshold) {
+        node.children = node.joint.map(() => null);
+        continue;
+      }
+      node.children = await Promise.all(
+        node.joint.map(async (idx) => {
+          const completions = idx.map((g, i) => node.groups[i].completions[g].text);
+          const ph = node.promptHistory.map((h, i) => [...h, node.rawPrompts[i]]);
+          const rh = node.responseHistory.map((h, i) => [...h, completions[i]]);
+          const prompts = await callTransition(c, it, node.turn, completions, ph, rh);
+          return newNode(node.turn + 1, prompts, ph, rh);
+        }),
+      );
+      next.push(...(node.children as TreeNode[]));
+    }
+    return next;
+  }
+}
+
+/** One batched sampling call per agent for all nodes of a level (agents run concurrently). */
+async function sampleLevel<Item>(ctx: RolloutContext<Item>, _item: Item, nodes: TreeNode[]): Promise<void> {
+  const G = ctx.config.num_generations;
+  const params = samplingParams(ctx.config);
+  const results = await forEachAgent(ctx.agents, (a) =>
+    a.sample(
+      nodes.map((n) => ({ prompt: n.groups[a.index].prompt, n: G })),
+      params,
+    ),
+  );
+  for (const [i, groups] of results.entries()) for (const [k, node] of nodes.entries()) node.groups[i] = groups[k];
+}
+
+/** Scores every joint action of a node concurrently. */
+async function scoreNode<Item>(ctx: RolloutContext<Item>, item: Item, node: TreeNode, joint: number[][]): Promise<void> {
+  const scored = await Promise.all(
+    joint.map((idx) =>
+      computeReward(ctx, {
+        completions: idx.map((g, i) => node.groups[i].completions[g].text),
+        prompts: node.groups.map((g) => g.prompt),
+        item,
+        turn: node.turn,
+      }),
+    ),
+  );
+  node.rewards = scored.map((s) => s.reward);
+  node.components = scored.map((s) => s.components);
+}
+
+/**
+ * The joint reward of one joint action: the task's function (or weighted components), then the
+ * config's reward_processor, then the task's processor. A throw or a non-finite value is an
+ * error naming the callback, the item and the turn.
+ */
+export async function computeReward<Item>(
+  ctx: RolloutContext<Item>,
+  input: RewardInput<Item>,
+): Promise<{ reward: number; components: Record<string, number> }> {
+  const where = `item ${ctx.itemIndex}, turn ${input.turn}`;
+  const call = async <T>(name: string, f: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await f();
+    } catch (e) {
+      throw new TaskError(name, `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  };
+  let reward: number;
+  let components: Record<string, number> = {};
+  const r = ctx.task.reward;
+  if (typeof r === 'function') {
+    const v = await call('reward', () => r(input));
+    reward = typeof v === 'number' ? v : v?.reward;
+    components = typeof v === 'number' ? {} : (v?.components ?? {});
+  } else {
+    reward = 0;
+    for (const c of r) {
+      const v = await call(`reward component "${c.name}"`, () => c.fn(input));
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw new TaskError(`reward component "${c.name}"`, `returned ${String(v)} on ${where}; rewards must be finite numbers`);
+      components[c.name] = v;
+      reward += c.weight * v;
+    }
+  }
+  if (typeof reward !== 'number' || !Number.isFinite(reward))
+    throw new TaskError('reward', `returned ${String(reward)} on ${where}; rewards must be finite numbers`);
+  for (const [k, v] of Object.entries(components)) if (!Number.isFinite(v)) throw new TaskError('reward', `component "${k}" is ${v} on ${where}`);
+  const p = ctx.config.reward_processor;
+  if (p) {
+    reward = reward * p.scale + p.shift;
+    if (p.clamp_min !== null) reward = Math.max(p.clamp_min, reward);
+    if (p.clamp_max !== null) reward = Math.min(p.clamp_max, reward);
+  }
+  if (ctx.task.rewardProcessor) {
+    const processor = ctx.task.rewardProcessor;
+    reward = await call('rewardProcessor', () => processor(reward));
+    if (!Number.isFinite(reward)) throw new TaskError('rewardProcessor', `returned ${reward} on ${where}`);
+  }
+  return { reward, components };
+}
+
+export async function callTransition<Item>(
+  ctx: RolloutContext<Item>,
+  item: Item,
+  turn: number,
+  completions: string[],
+  promptHistory: string[][],
+  responseHistory: string[][],
+): Promise<string[]> {
+  const transition = ctx.task.transition;
+  if (!transition) throw new TaskError('transition', 'num_turns > 1 needs a transition');
+  const N = ctx.agents.length;
+  const original = (item as { prompt?: unknown } | null)?.prompt;
+  let out: readonly string[];
+  try {
+    out = await transition({ prompt: typeof original === 'string' ? original : '', completions, numAgents: N, promptHistory, responseHistory, item, turn });
+  } catch (e) {
+    throw new TaskError('transition', `threw on item ${ctx.itemIndex}, turn ${turn}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!Array.isArray(out) || out.length !== N || out.some((p) => typeof p !== 'string')) {
+    throw new TaskError(
+      'transition',
+      `must return ${N} prompt strings (one per agent) on item ${ctx.itemIndex}, turn ${turn}; got ${JSON.stringify(out)?.slice(0, 200)}`,
+    );
+  }
+  return [...out];
+}
+
+/** env_step += K at each node, in depth-first pre-order (spec §1.5 step 3). Returns the total. */
+function numberEnvSteps(node: TreeNode, before: number): number {
+  let step = before + node.joint.length;
+  node.envStep = step;
+  for (const child of node.children) if (child) step = numberEnvSteps(child, step);
+  return step;
+}
+
+/** R^k = r^k + γ · mean(child returns), bottom-up (spec §1.5). */
+export function computeReturns(node: TreeNode, gamma: number): number[] {
+  const childReturns = node.children.map((c) => (c ? computeReturns(c, gamma) : null));
+  node.returns = jointReturns(node.rewards, childReturns, gamma);
+  return node.returns;
+}
+
+/** Every node, post-order (children before parents), as the reference collects samples. */
+export function postOrder(node: TreeNode, out: TreeNode[] = []): TreeNode[] {
+  for (const c of node.children) if (c) postOrder(c, out);
+  out.push(node);
+  return out;
+}
+
+/** The last env step used by a tree. */
+export function lastEnvStep(node: TreeNode): number {
+  return Math.max(node.envStep, ...node.children.map((c) => (c ? lastEnvStep(c) : 0)));
+}

@@ -1,0 +1,106 @@
+/**
+ * A cooperative task: what users define. N agents each see a prompt made by their formatter, each
+ * writes a completion, and ONE joint reward scores the team. Multi-turn tasks add a transition
+ * that turns a turn's joint action into the next turn's prompts (spec §3.1–3.3, in TS form:
+ * one object argument instead of Python signature inspection).
+ */
+
+/** Turns a dataset item into agent i's prompt. Later turns also get the transition's prompt. */
+export type Formatter<Item> = (item: Item, externalPrompt?: string) => string;
+
+/** Everything a reward function may look at for one joint action. */
+export interface RewardInput<Item> {
+  /** One completion per agent, in agent order. */
+  completions: readonly string[];
+  /** The prompt each agent saw. */
+  prompts: readonly string[];
+  item: Item;
+  /** 0-based turn of this joint action. */
+  turn: number;
+}
+
+/** A reward value, optionally with named components that are logged separately. */
+export type RewardValue = number | { reward: number; components?: Record<string, number> };
+
+export type RewardFn<Item> = (input: RewardInput<Item>) => RewardValue | Promise<RewardValue>;
+
+/** A weighted reward component: total = Σ weight · fn. */
+export interface RewardComponent<Item> {
+  name: string;
+  weight: number;
+  fn: (input: RewardInput<Item>) => number | Promise<number>;
+}
+
+export interface TransitionInput<Item> {
+  /** The item's original prompt (`item.prompt` when present, else ""). */
+  prompt: string;
+  /** This branch's completions, one per agent. */
+  completions: readonly string[];
+  numAgents: number;
+  /** Per agent: prompts on this branch so far, including the current turn. */
+  promptHistory: readonly (readonly string[])[];
+  /** Per agent: responses on this branch so far, including the current turn. */
+  responseHistory: readonly (readonly string[])[];
+  item: Item;
+  /** Turn that just finished (0-based). */
+  turn: number;
+}
+
+/** Returns the N prompts of the next turn. */
+export type Transition<Item> = (input: TransitionInput<Item>) => readonly string[] | Promise<readonly string[]>;
+
+/** Extra evaluation metrics (e.g. pass@k) computed from whole eval episodes. */
+export type EvalMetricsHook<Item> = (episodes: EvalEpisode<Item>[]) => Record<string, number> | Promise<Record<string, number>>;
+
+export interface EvalEpisode<Item> {
+  item: Item;
+  /** Index of the item in the eval set and of the sample (0 ≤ sample < eval_samples_per_item). */
+  index: number;
+  sample: number;
+  turns: { prompts: string[]; completions: string[]; reward: number; components: Record<string, number> }[];
+}
+
+export interface Task<Item> {
+  /** Name used in logs and run directories. */
+  name?: string;
+  /** Training items, visited in order every epoch (spec §1.2: batch size 1, no shuffling). */
+  dataset: readonly Item[];
+  evalDataset?: readonly Item[];
+  /** One formatter for all agents, or one per agent. Default: `item.prompt` or the external prompt. */
+  formatters?: Formatter<Item> | readonly Formatter<Item>[];
+  /** The joint reward: a function, or weighted named components. */
+  reward: RewardFn<Item> | readonly RewardComponent<Item>[];
+  /** Optional post-processing of every reward (applied after the config's reward_processor). */
+  rewardProcessor?: (r: number) => number;
+  /** Required when num_turns > 1. */
+  transition?: Transition<Item>;
+  evalMetrics?: EvalMetricsHook<Item>;
+}
+
+/** The default formatter: the external prompt if any, else `item.prompt`, else "". */
+export function defaultFormatter<Item>(item: Item, externalPrompt?: string): string {
+  if (externalPrompt !== undefined) return externalPrompt;
+  const p = (item as { prompt?: unknown } | null)?.prompt;
+  return typeof p === 'string' ? p : '';
+}
+
+export function formattersFor<Item>(task: Task<Item>, numAgents: number): Formatter<Item>[] {
+  const f = task.formatters;
+  if (f === undefined) return Array.from({ length: numAgents }, () => defaultFormatter);
+  if (typeof f === 'function') return Array.from({ length: numAgents }, () => f);
+  if (f.length !== numAgents) throw new TaskError('formatters', `got ${f.length} formatters for ${numAgents} agents; give one, or exactly num_agents`);
+  return [...f];
+}
+
+/** A task definition or callback problem, naming the field or callback. */
+export class TaskError extends Error {
+  override readonly name = 'TaskError';
+  readonly code = 'INVALID_TASK';
+
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}

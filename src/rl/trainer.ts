@@ -1,0 +1,330 @@
+/**
+ * The MAGRPO trainer (arXiv 2508.04652; spec §1.10). Per training item:
+ *
+ *   tree    = buildTree(item)                      rollout.ts  (§1.3–1.5)
+ *   R       = computeReturns(tree, γ)              rollout.ts  (§1.5)
+ *   samples = nodeSamples(tree)                    per agent i, node n: returns_i, advantages (§1.5, §1.7, §1.8)
+ *   for each env step s (ascending): buffers += samples at s; drain full buffers   (§1.9)
+ *   drain(i) = for turn group, shuffled minibatch: agent i takes one optimizer step on
+ *              −mean_g A_g · log π_i(c_g | p)      agent.ts
+ *
+ * Variants by config: advantage_mode mean/raw/max/rloo (MAGRPO, MAREINFORCE, MAReMax, MARLOO; see
+ * docs/algorithms.md), N = 1 is GRPO, PPO clipping, reference KL, LoRA.
+ */
+import { join } from 'node:path';
+import { Rng } from '../engine/rng.js';
+import { advantages, agentReturns, mean, shapeWithKl } from './advantage.js';
+import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
+import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
+import { CHECKPOINT_VERSION, loadCheckpoint, saveCheckpoint, type TrainerState } from './checkpoint.js';
+import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
+import { evaluate } from './evaluate.js';
+import { JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
+import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
+import { formattersFor, type Task, TaskError } from './task.js';
+
+/** One agent's training sample from one tree node (spec §1.5 "NodeSample"). */
+export interface NodeSample {
+  agent: number;
+  turn: number;
+  envStep: number;
+  meanReward: number;
+  meanReturn: number;
+  /** Mean k3 KL of the node's completions vs the reference (null without a reference). */
+  refKl: number | null;
+  components: Record<string, number>;
+  loss: LossSample;
+}
+
+export interface TrainerOptions<Item> {
+  task: Task<Item>;
+  config?: MagrpoConfigInput;
+  /** Homogeneous team: every agent starts from this model folder. */
+  model?: string;
+  /** Heterogeneous team: one model folder per agent. */
+  models?: readonly string[];
+  /** Extra metric sinks (a JSONL file is written when output_dir is set). */
+  sinks?: MetricsSink[];
+  /** Called after every training item. */
+  onItem?: (p: { epoch: number; index: number; items: number; totalItems: number; envStep: number }) => void;
+}
+
+export interface TrainOptions {
+  /** Continue from a checkpoint folder (or a run folder: its checkpoints/latest). */
+  resumeFrom?: string;
+  /** Stop after this many training items in total (a checkpoint is written if output_dir is set). */
+  maxItems?: number;
+}
+
+export class MAGRPOTrainer<Item> {
+  readonly config: MagrpoConfig;
+  readonly task: Task<Item>;
+  readonly agents: AgentHandle[];
+  readonly logger: MetricsLogger;
+  envStep = 0;
+  items = 0;
+  private epoch = 0;
+  private index = 0;
+  private readonly rng: Rng;
+  private buffers: NodeSample[][];
+  private readonly ctx: RolloutContext<Item>;
+  private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
+
+  constructor(private readonly opts: TrainerOptions<Item>) {
+    this.task = opts.task;
+    const models = resolveModels(opts);
+    const explicitN = (opts.config as { num_agents?: number } | undefined)?.num_agents;
+    if (explicitN !== undefined && explicitN !== models.length) {
+      throw new TaskError('models', `num_agents is ${explicitN} but ${models.length} model folder(s) were given`);
+    }
+    this.config = resolveConfig({ ...opts.config, num_agents: models.length });
+    const c = this.config;
+    if (c.num_turns > 1 && !opts.task.transition)
+      throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);
+    if (opts.task.dataset.length === 0) throw new TaskError('dataset', 'the training dataset is empty');
+    this.rng = new Rng(c.seed);
+    this.buffers = models.map(() => []);
+    this.agents = createAgents(
+      models.map((dir, i) => this.agentSpec(dir, i)),
+      c.parallel_training === 'mp' ? 'mp' : 'none',
+    );
+    const sinks = [...(opts.sinks ?? [])];
+    if (c.output_dir) sinks.push(new JsonlSink(join(c.output_dir, 'metrics.jsonl')));
+    this.logger = new MetricsLogger(sinks, c.logging_steps);
+    this.ctx = { task: this.task, config: c, agents: this.agents, formatters: formattersFor(this.task, models.length), itemIndex: 0 };
+  }
+
+  private agentSpec(modelDir: string, index: number): AgentSpec {
+    const c = this.config;
+    return {
+      index,
+      modelDir,
+      seed: (c.seed * 1000003 + index * 7919 + 1) >>> 0,
+      lr: perAgent(c.agent_learning_rate, index),
+      weightDecay: c.weight_decay,
+      betas: c.adam_betas,
+      eps: c.adam_eps,
+      maxGradNorm: c.max_grad_norm,
+      lrScheduler: c.lr_scheduler,
+      warmupSteps: c.warmup_steps,
+      totalSteps: this.estimatedOptimizerSteps(),
+      lora: c.lora,
+      lossAggregation: c.loss_aggregation,
+      maxNewTokens: c.max_new_tokens,
+      ppoClipEps: c.ppo_clip_eps,
+      referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: c.reference_kl_coef } : null,
+    };
+  }
+
+  /** Optimizer steps per agent over the run, assuming no early termination (for LR schedules). */
+  private estimatedOptimizerSteps(): number {
+    const c = this.config;
+    const K = c.joint_mode.startsWith('cross') ? c.num_generations ** c.num_agents : c.num_generations;
+    let nodes = 0;
+    for (let t = 0; t < c.num_turns; t++) nodes += K ** t;
+    const samples = this.task.dataset.length * c.num_train_epochs * nodes;
+    const perDrain = Math.ceil(c.rollout_buffer_size / (c.train_batch_size ?? c.rollout_buffer_size)) * c.ppo_epochs;
+    return Math.max(1, Math.ceil(samples / c.rollout_buffer_size) * perDrain);
+  }
+
+  /** The training loop (spec §1.10): epochs × items, evaluation, drains, checkpoints. */
+  async train(o: TrainOptions = {}): Promise<{ envStep: number; items: number; eval: Record<string, number> }> {
+    if (o.resumeFrom) await this.restore(o.resumeFrom);
+    const c = this.config;
+    const data = this.task.dataset;
+    let lastEval: Record<string, number> = {};
+    for (; this.epoch < c.num_train_epochs; this.epoch++, this.index = 0) {
+      for (; this.index < data.length; this.index++) {
+        if (o.maxItems !== undefined && this.items >= o.maxItems) return this.stopEarly(lastEval);
+        if (c.eval_interval > 0 && this.index % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
+        await this.trainStep(data[this.index], this.index);
+        this.items++;
+        this.opts.onItem?.({ epoch: this.epoch, index: this.index, items: this.items, totalItems: data.length * c.num_train_epochs, envStep: this.envStep });
+        if (c.output_dir && c.save_steps > 0 && this.items % c.save_steps === 0) await this.checkpoint({ epoch: this.epoch, index: this.index + 1 });
+      }
+      await this.drain(this.buffers.flatMap((b, i) => (b.length ? [i] : [])));
+    }
+    if (this.task.evalDataset?.length && c.eval_interval > 0) lastEval = await this.evaluate();
+    if (c.output_dir) {
+      await this.checkpoint({ epoch: this.epoch, index: 0 });
+      await this.saveModels(join(c.output_dir, 'final'));
+    }
+    return { envStep: this.envStep, items: this.items, eval: lastEval };
+  }
+
+  private async stopEarly(lastEval: Record<string, number>) {
+    if (this.config.output_dir) await this.checkpoint({ epoch: this.epoch, index: this.index });
+    return { envStep: this.envStep, items: this.items, eval: lastEval };
+  }
+
+  /** One item: rollout tree → returns → per-agent node samples → buffers (drained when full). */
+  async trainStep(item: Item, itemIndex = 0): Promise<TreeNode> {
+    const times = { sampling: 0, reward: 0 };
+    const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
+    computeReturns(root, this.config.discount);
+    this.envStep = lastEnvStep(root);
+    this.timing.sampling += times.sampling;
+    this.timing.reward += times.reward;
+    this.timing.items++;
+    const t0 = performance.now();
+    const samples = this.nodeSamples(root);
+    const steps = [...new Set(samples.map((s) => s.envStep))].sort((a, b) => a - b);
+    for (const step of steps) {
+      for (const s of samples.filter((x) => x.envStep === step)) this.buffers[s.agent].push(s);
+      const ready = this.buffers.flatMap((b, i) => (b.length >= this.config.rollout_buffer_size ? [i] : []));
+      if (ready.length) await this.drain(ready);
+    }
+    this.timing.update += performance.now() - t0;
+    return root;
+  }
+
+  /** Per node and agent: returns_i (aligned R, cross credit), KL shaping, advantages (§1.5, §1.7, §1.8). */
+  nodeSamples(root: TreeNode): NodeSample[] {
+    const c = this.config;
+    const G = c.num_generations;
+    const out: NodeSample[] = [];
+    for (const node of postOrder(root)) {
+      for (let i = 0; i < this.agents.length; i++) {
+        const group = node.groups[i];
+        const R = agentReturns(node.returns, node.joint, i, G, c.cross_credit);
+        const shaped = c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping' ? shapeWithKl(R, group.refKl ?? null, c.reference_kl_coef) : R;
+        const componentNames = new Set(node.components.flatMap((x) => Object.keys(x)));
+        out.push({
+          agent: i,
+          turn: node.turn,
+          envStep: node.envStep,
+          meanReward: mean(node.rewards),
+          meanReturn: mean(node.returns),
+          refKl: group.refKl ? mean(group.refKl) : null,
+          components: Object.fromEntries([...componentNames].map((n) => [n, mean(node.components.map((x) => x[n] ?? 0))])),
+          loss: {
+            promptIds: group.promptIds,
+            completions: group.completions.map((x) => x.ids),
+            advantages: advantages(shaped, c.advantage_mode, c.advantage_normalization),
+            oldLogprobs: group.completions.map((x) => x.logprobs),
+            refLogprobs: group.refLogprobs,
+          },
+        });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Drains the buffers of `agentIds` (spec §1.9): per turn group in ascending order, shuffled,
+   * minibatches of train_batch_size, one optimizer step each; ppo_epochs passes. Agents update
+   * concurrently in `mp` mode. Logs turn and agent metrics at the largest env step drained.
+   */
+  private async drain(agentIds: number[]): Promise<void> {
+    const c = this.config;
+    const mbSize = c.train_batch_size ?? c.rollout_buffer_size;
+    const drained = agentIds.map((i) => {
+      const samples = this.buffers[i];
+      this.buffers[i] = [];
+      const minibatches: LossSample[][] = [];
+      for (const turn of [...new Set(samples.map((s) => s.turn))].sort((a, b) => a - b)) {
+        for (let e = 0; e < c.ppo_epochs; e++) {
+          const group = this.rng.shuffle(samples.filter((s) => s.turn === turn));
+          for (let k = 0; k < group.length; k += mbSize) minibatches.push(group.slice(k, k + mbSize).map((s) => s.loss));
+        }
+      }
+      return { agent: i, samples, minibatches };
+    });
+    const ids = new Set(agentIds);
+    const stats = await forEachAgent(
+      this.agents.filter((a) => ids.has(a.index)),
+      (a) => a.update((drained.find((d) => d.agent === a.index) as (typeof drained)[number]).minibatches),
+    );
+    this.logDrain(
+      drained.flatMap((d) => d.samples),
+      drained.map((d, k) => [d.agent, stats[k]] as const),
+    );
+  }
+
+  private logDrain(samples: NodeSample[], stats: (readonly [number, UpdateStats])[]): void {
+    if (samples.length === 0) return;
+    const m: Record<string, number> = {};
+    for (const turn of [...new Set(samples.map((s) => s.turn))]) {
+      const g = samples.filter((s) => s.turn === turn);
+      const k = `turn_${turn + 1}`;
+      m[`${k}/reward_mean`] = mean(g.map((s) => s.meanReward));
+      m[`${k}/expected_return`] = mean(g.map((s) => s.meanReturn));
+      for (const name of new Set(g.flatMap((s) => Object.keys(s.components)))) m[`${k}/reward/${name}`] = mean(g.map((s) => s.components[name] ?? 0));
+      const kls = g.flatMap((s) => (s.refKl === null ? [] : [s.refKl]));
+      if (kls.length) {
+        m[`${k}/reference_kl_mean`] = mean(kls);
+        m[`${k}/reference_kl_penalty_mean`] = this.config.reference_kl_coef * mean(kls);
+      }
+    }
+    for (const [i, s] of stats) {
+      m[`agent_${i}/loss`] = s.loss;
+      m[`agent_${i}/grad_norm`] = s.gradNorm;
+      m[`agent_${i}/entropy`] = s.entropy;
+      m[`agent_${i}/completion_length`] = s.completionLength;
+      m[`agent_${i}/lr`] = s.lr;
+    }
+    const t = this.timing;
+    if (t.items > 0) {
+      m['time/sampling_s'] = t.sampling / 1000 / t.items;
+      m['time/reward_s'] = t.reward / 1000 / t.items;
+      m['time/update_s'] = t.update / 1000 / t.items;
+    }
+    if (this.logger.train(Math.max(...samples.map((s) => s.envStep)), m)) Object.assign(this.timing, { sampling: 0, reward: 0, update: 0, items: 0 });
+  }
+
+  /** Evaluates on the first eval_num_samples eval items and logs at the current env step. */
+  async evaluate(): Promise<Record<string, number>> {
+    const items = (this.task.evalDataset ?? []).slice(0, this.config.eval_num_samples);
+    const { metrics } = await evaluate(this.ctx, items);
+    if (Object.keys(metrics).length) this.logger.always(this.envStep, metrics);
+    return metrics;
+  }
+
+  /** Writes every agent as a HF model folder (or LoRA adapter) under dir/agent_i. */
+  async saveModels(dir: string): Promise<void> {
+    await forEachAgent(this.agents, (a) => a.save(join(dir, `agent_${a.index}`)));
+  }
+
+  private async checkpoint(pos: { epoch: number; index: number }): Promise<string> {
+    const state: TrainerState<NodeSample> = {
+      version: CHECKPOINT_VERSION,
+      epoch: pos.epoch,
+      index: pos.index,
+      items: this.items,
+      envStep: this.envStep,
+      rng: this.rng.getState(),
+      buffers: this.buffers,
+      lastLogged: this.logger.lastLogged,
+      config: this.config,
+    };
+    return saveCheckpoint(this.config.output_dir as string, state, this.agents, this.config.save_total_limit);
+  }
+
+  private async restore(path: string): Promise<void> {
+    const s = await loadCheckpoint<NodeSample>(path, this.agents);
+    if (s.config.num_agents !== this.config.num_agents || s.config.num_generations !== this.config.num_generations) {
+      throw new Error(
+        `${path}: checkpoint was made with num_agents ${s.config.num_agents} / num_generations ${s.config.num_generations}, this run has ${this.config.num_agents} / ${this.config.num_generations}`,
+      );
+    }
+    Object.assign(this, { epoch: s.epoch, index: s.index, items: s.items, envStep: s.envStep, buffers: s.buffers });
+    this.rng.setState(s.rng);
+    this.logger.lastLogged = s.lastLogged;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.agents.map((a) => a.close()));
+    await this.logger.close();
+  }
+}
+
+function resolveModels(o: { model?: string; models?: readonly string[]; config?: MagrpoConfigInput }): string[] {
+  if (o.models && o.models.length > 0) {
+    if (o.model !== undefined && o.models.some((m) => m !== o.model)) {
+      throw new TaskError('models', `conflict: model "${o.model}" and models ${JSON.stringify(o.models)} disagree; give one of them`);
+    }
+    return [...o.models];
+  }
+  if (o.model !== undefined) return new Array<string>((o.config as { num_agents?: number } | undefined)?.num_agents ?? 2).fill(o.model);
+  throw new TaskError('model', 'either model (one folder for every agent) or models (one per agent) must be provided');
+}

@@ -1,0 +1,84 @@
+/** Config validation, mirroring the reference library's tests/test_config_constraints.py (spec §5). */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, MagrpoConfigSchema, resolveConfig } from '../../src/rl/config.js';
+
+function rejects(input: Record<string, unknown>, field: string) {
+  assert.throws(
+    () => resolveConfig(input),
+    (e: unknown) => e instanceof ConfigError && e.issues.some((i) => i.path === field) && e.message.includes(field),
+    `${JSON.stringify(input)} should be rejected naming ${field}`,
+  );
+}
+
+describe('MAGRPO config', () => {
+  it('defaults match the reference (with our documented differences)', () => {
+    const c = resolveConfig({});
+    assert.equal(c.num_train_epochs, 20);
+    assert.equal(c.agent_learning_rate, 5e-6);
+    assert.equal(c.num_generations, 4);
+    assert.equal(c.max_new_tokens, 256);
+    assert.equal(c.temperature, 0.6);
+    assert.equal(c.top_p, 0.6);
+    assert.equal(c.top_k, 50);
+    assert.equal(c.discount, 1);
+    assert.equal(c.joint_mode, 'aligned');
+    assert.equal(c.early_termination_threshold, -0.2);
+    assert.equal(c.eval_interval, 16);
+    assert.equal(c.eval_num_samples, 4);
+    assert.equal(c.rollout_buffer_size, 2);
+    assert.equal(c.train_batch_size, null);
+    assert.equal(c.advantage_normalization, true);
+    assert.equal(c.advantage_mode, 'mean');
+    assert.equal(c.reference_kl_enabled, false);
+    assert.equal(c.reference_kl_coef, 0.1);
+    assert.equal(c.reference_devices, null);
+    assert.equal(c.num_turns, 1); // reference: 2 (see docs/differences.md)
+  });
+
+  it('rejects 0 for every count that must be ≥ 1', () => {
+    for (const k of ['num_train_epochs', 'num_agents', 'rollout_buffer_size', 'eval_batch_size', 'num_turns', 'logging_steps', 'train_batch_size'])
+      rejects({ [k]: 0 }, k);
+  });
+  it('rejects −1 for eval_interval and eval_num_samples, and num_generations 1', () => {
+    rejects({ eval_interval: -1 }, 'eval_interval');
+    rejects({ eval_num_samples: -1 }, 'eval_num_samples');
+    rejects({ num_generations: 1 }, 'num_generations');
+  });
+  it('parallel_training: "invalid" and "auto" rejected; mp needs agent_devices', () => {
+    rejects({ parallel_training: 'invalid' }, 'parallel_training');
+    rejects({ parallel_training: 'auto' }, 'parallel_training');
+    rejects({ parallel_training: 'mp' }, 'agent_devices');
+  });
+  it('accepts the reference valid set', () => {
+    for (const ok of [
+      {},
+      { parallel_training: 'none' },
+      { parallel_training: 'null' },
+      { parallel_training: 'mp', agent_devices: ['cpu', 'cpu'] },
+      { agent_devices: 'cpu' },
+      { num_generations: 2 },
+    ]) {
+      assert.doesNotThrow(() => resolveConfig(ok), JSON.stringify(ok));
+    }
+  });
+  it('KL: negative coef rejected; reference_devices length must be 1 or N', () => {
+    rejects({ reference_kl_coef: -0.1 }, 'reference_kl_coef');
+    assert.throws(() => resolveConfig({ num_agents: 2, reference_devices: ['cpu', 'cpu', 'cpu'] }), /reference_devices length/);
+  });
+  it('bad enums, unknown keys with a suggestion, and all problems at once', () => {
+    rejects({ advantage_mode: 'median' }, 'advantage_mode');
+    assert.throws(() => resolveConfig({ advantage_mode: 'median' }), /expected one of "mean", "raw", "max", "rloo"/);
+    assert.throws(() => resolveConfig({ num_generation: 4 }), /num_generation: unknown key — did you mean "num_generations"\?/);
+    try {
+      resolveConfig({ num_turns: 0, top_p: 2, bogus_key_xyz: 1 });
+      assert.fail('should throw');
+    } catch (e) {
+      assert.ok(e instanceof ConfigError);
+      assert.deepEqual(e.issues.map((i) => i.path).sort(), ['bogus_key_xyz', 'num_turns', 'top_p']);
+    }
+  });
+  it('every key has a description (docs and --help are generated from them)', () => {
+    for (const [k, v] of Object.entries(MagrpoConfigSchema.shape)) assert.ok((v as { description?: string }).description, `${k} has no description`);
+  });
+});

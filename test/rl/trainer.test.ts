@@ -1,0 +1,228 @@
+/** The MAGRPO trainer end to end on tiny word-level models (native backend). */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setBackend } from '../../src/engine/runtime.js';
+import type { LocalAgent } from '../../src/rl/agent-pool.js';
+import type { MagrpoConfigInput } from '../../src/rl/config.js';
+import { MemorySink } from '../../src/rl/metrics.js';
+import type { TreeNode } from '../../src/rl/rollout.js';
+import type { Task } from '../../src/rl/task.js';
+import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { makeTinyModel } from '../helpers/tiny-model.js';
+
+type Item = { prompt: string };
+const items = (n: number): Item[] => Array.from({ length: n }, () => ({ prompt: 'go' }));
+const tmp = () => mkdtempSync(join(tmpdir(), 'magrpo-run-'));
+const weights = (t: MAGRPOTrainer<Item>, i: number) =>
+  new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+const changed = (a: Map<string, Float32Array>, b: Map<string, Float32Array>) => [...a].some(([k, v]) => v.some((x, j) => x !== b.get(k)?.[j]));
+const base: MagrpoConfigInput = {
+  max_new_tokens: 1,
+  temperature: 1,
+  top_k: null,
+  top_p: 1,
+  eval_interval: 0,
+  logging_steps: 1,
+  early_termination_threshold: null,
+};
+
+/** Coordination game: the team scores 1 when both agents say the same (non-empty) word. */
+const sameWord: Task<Item> = { dataset: items(48), reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0) };
+
+let dir = '';
+let dir2 = '';
+before(() => {
+  setBackend('native');
+  dir = makeTinyModel({ seed: 1 });
+  dir2 = makeTinyModel({ arch: 'gpt2', hidden: 24, layers: 2, seed: 2 });
+});
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir2, { recursive: true, force: true });
+});
+
+describe('rollout tree accounting (spec §1.11)', () => {
+  it('aligned, N = 3, T = 3, G = 2: env steps Σ G^(t+1) = 14 per item, every node expanded', async () => {
+    const task: Task<Item> = { dataset: items(2), reward: ({ turn }) => turn, transition: ({ completions }) => completions.map((c) => `go ${c}`) };
+    const t = new MAGRPOTrainer({ task, model: dir, config: { ...base, num_agents: 3, num_turns: 3, num_generations: 2, num_train_epochs: 1 } });
+    const root = await t.trainStep(task.dataset[0]);
+    assert.equal(t.envStep, 14);
+    const count = (n: TreeNode): number => 1 + n.children.reduce((s, c) => s + (c ? count(c) : 0), 0);
+    assert.equal(count(root), 1 + 2 + 4);
+    // returns: R = r + mean(child R) with rewards = turn index: leaf 2, middle 1 + 2, root 0 + 3
+    assert.deepEqual(root.returns, [3, 3]);
+    assert.equal(t.nodeSamples(root).length, 7 * 3);
+    await t.close();
+  });
+
+  it('cross, N = 2, T = 2, G = 2: G^N joint actions per node, env steps 4 + 16', async () => {
+    const task: Task<Item> = { dataset: items(1), reward: () => 0.5, transition: ({ completions }) => completions.map((c) => `go ${c}`) };
+    const t = new MAGRPOTrainer({ task, model: dir, config: { ...base, num_turns: 2, num_generations: 2, joint_mode: 'cross', num_train_epochs: 1 } });
+    const root = await t.trainStep(task.dataset[0]);
+    assert.equal(root.joint.length, 4);
+    assert.equal(root.children.length, 4);
+    assert.equal(t.envStep, 20);
+    await t.close();
+  });
+
+  it('early termination: a node whose mean reward exceeds the threshold is not expanded', async () => {
+    const task: Task<Item> = { dataset: items(1), reward: () => -0.1, transition: ({ completions }) => completions.map((c) => `go ${c}`) };
+    const t = new MAGRPOTrainer({ task, model: dir, config: { ...base, num_turns: 2, num_generations: 4, early_termination_threshold: -0.2 } });
+    const root = await t.trainStep(task.dataset[0]);
+    assert.ok(root.children.every((c) => c === null));
+    assert.equal(t.envStep, 4);
+    await t.close();
+  });
+
+  it('reference KL: the frozen reference equals the initial policy, so KL ≈ 0 at the start', async () => {
+    const t = new MAGRPOTrainer({ task: sameWord, model: dir, config: { ...base, max_new_tokens: 3, reference_kl_enabled: true, reference_kl_coef: 0.5 } });
+    const root = await t.trainStep(sameWord.dataset[0]);
+    for (const g of root.groups) for (const kl of g.refKl ?? [Number.NaN]) assert.ok(kl >= 0 && kl < 1e-4, `KL ${kl}`);
+    await t.close();
+  });
+});
+
+describe('learning (synthetic cooperative task)', () => {
+  it('two agents learn to coordinate on one word: mean joint reward rises far above chance', async () => {
+    const sink = new MemorySink();
+    const t = new MAGRPOTrainer({
+      task: sameWord,
+      model: dir,
+      sinks: [sink],
+      config: { ...base, num_generations: 8, agent_learning_rate: 0.03, num_train_epochs: 1, rollout_buffer_size: 1 },
+    });
+    await t.train();
+    const r = sink.series('turn_1/reward_mean').map((p) => p.value);
+    const first = r.slice(0, 8).reduce((a, b) => a + b, 0) / 8;
+    const last = r.slice(-8).reduce((a, b) => a + b, 0) / 8;
+    assert.ok(first < 0.35, `untrained level ${first}`);
+    assert.ok(last > 0.8, `trained level ${last} (from ${first})`);
+    await t.close();
+  });
+
+  it('N = 1 is GRPO through the same code: one agent learns to say "c"', async () => {
+    const task: Task<Item> = { dataset: items(32), reward: ({ completions }) => (completions[0] === 'c' ? 1 : 0) };
+    const sink = new MemorySink();
+    const t = new MAGRPOTrainer({
+      task,
+      model: dir,
+      sinks: [sink],
+      config: { ...base, num_agents: 1, num_generations: 8, agent_learning_rate: 0.03, num_train_epochs: 1, rollout_buffer_size: 1 },
+    });
+    await t.train();
+    const r = sink.series('turn_1/reward_mean').map((p) => p.value);
+    assert.ok(r.slice(-6).reduce((a, b) => a + b, 0) / 6 > 0.8, `trained level ${r.slice(-6)}`);
+    await t.close();
+  });
+});
+
+describe('checkpoints and resume', () => {
+  it('interrupted + resumed run gives bit-identical weights to an uninterrupted one', async () => {
+    const task: Task<Item> = { ...sameWord, dataset: items(7), evalDataset: items(2) };
+    const config: MagrpoConfigInput = {
+      ...base,
+      max_new_tokens: 2,
+      num_generations: 3,
+      agent_learning_rate: 0.01,
+      rollout_buffer_size: 3,
+      num_train_epochs: 2,
+      eval_interval: 2,
+      eval_num_samples: 2,
+    };
+    const [a, b] = [tmp(), tmp()];
+    try {
+      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      await full.train();
+      const first = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      await first.train({ maxItems: 5 }); // stops mid-epoch with samples pending in the buffers
+      await first.close();
+      const state = JSON.parse(readFileSync(join(b, 'checkpoints', 'step-000005', 'trainer_state.json'), 'utf8'));
+      assert.ok(
+        state.buffers.some((buf: unknown[]) => buf.length > 0),
+        'the checkpoint holds pending buffer samples',
+      );
+      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      await resumed.train({ resumeFrom: b });
+      assert.equal(resumed.envStep, full.envStep);
+      for (let i = 0; i < 2; i++) {
+        const [wa, wb] = [weights(full, i), weights(resumed, i)];
+        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
+      }
+      await full.close();
+      await resumed.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('teams', () => {
+  it('heterogeneous agents: a Llama and a larger GPT-2 with their own tokenizers both train', async () => {
+    const t = new MAGRPOTrainer({
+      task: { ...sameWord, dataset: items(3) },
+      models: [dir, dir2],
+      config: { ...base, agent_learning_rate: [0.01, 0.02], num_train_epochs: 1 },
+    });
+    const before0 = weights(t, 0);
+    const before1 = weights(t, 1);
+    await t.train();
+    assert.ok(changed(before0, weights(t, 0)));
+    assert.ok(changed(before1, weights(t, 1)));
+    assert.equal(before1.size > 0 && [...before1.keys()].some((k) => k.startsWith('transformer.')), true);
+    await t.close();
+  });
+
+  it('mp mode (one worker per agent) matches in-process training', async () => {
+    const task = { ...sameWord, dataset: items(3) };
+    const config: MagrpoConfigInput = { ...base, agent_learning_rate: 0.01, num_train_epochs: 1, max_new_tokens: 2 };
+    const [a, b] = [tmp(), tmp()];
+    try {
+      const local = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      await local.train();
+      const mp = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b, parallel_training: 'mp', agent_devices: ['cpu', 'cpu'] } });
+      await mp.train();
+      assert.equal(mp.envStep, local.envStep);
+      const wa = readFileSync(join(a, 'final', 'agent_1', 'model', 'model.safetensors'));
+      const wb = readFileSync(join(b, 'final', 'agent_1', 'model', 'model.safetensors'));
+      assert.ok(wa.equals(wb), 'same weights from workers as in-process');
+      await local.close();
+      await mp.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('bad input is reported with the field that caused it', () => {
+  it('reward returning NaN or throwing; transition returning the wrong count; missing transition', async () => {
+    const nan = new MAGRPOTrainer({ task: { dataset: items(1), reward: () => Number.NaN }, model: dir, config: base });
+    await assert.rejects(nan.trainStep({ prompt: 'go' }), /reward: returned NaN on item 0, turn 0/);
+    const thrower = new MAGRPOTrainer({
+      task: {
+        dataset: items(1),
+        reward: () => {
+          throw new Error('boom');
+        },
+      },
+      model: dir,
+      config: base,
+    });
+    await assert.rejects(thrower.trainStep({ prompt: 'go' }), /reward: threw on item 0, turn 0: boom/);
+    const badT = new MAGRPOTrainer({
+      task: { dataset: items(1), reward: () => 0, transition: () => ['only one'] },
+      model: dir,
+      config: { ...base, num_turns: 2 },
+    });
+    await assert.rejects(badT.trainStep({ prompt: 'go' }), /transition: must return 2 prompt strings/);
+    assert.throws(() => new MAGRPOTrainer({ task: { dataset: items(1), reward: () => 0 }, model: dir, config: { ...base, num_turns: 2 } }), /transition/);
+    assert.throws(() => new MAGRPOTrainer({ task: sameWord, model: dir, models: [dir, dir2] }), /conflict/);
+    assert.throws(() => new MAGRPOTrainer({ task: sameWord }), /either model/);
+    assert.throws(() => new MAGRPOTrainer({ task: sameWord, model: dir, config: { temperature: -1 } }), /temperature/);
+    for (const t of [nan, thrower, badT]) await t.close();
+  });
+});
