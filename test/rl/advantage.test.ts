@@ -5,7 +5,7 @@ import { advantages, agentReturns, jointIndices, jointReturns, klK3, shapeWithKl
 
 const close = (a: number[], b: number[], tol = 1e-9) => {
   assert.equal(a.length, b.length);
-  a.forEach((x, i) => assert.ok(Math.abs(x - b[i]) < tol, `${a} vs ${b}`));
+  for (const [i, x] of a.entries()) assert.ok(Math.abs(x - b[i]) < tol, `${a} vs ${b}`);
 };
 
 describe('advantages (spec §1.8, §5)', () => {
