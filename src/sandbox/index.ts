@@ -1,0 +1,14 @@
+/** Sandboxed Python execution for the coding rewards. */
+export { type OptionIssue, SandboxError, type SandboxErrorCode } from './errors.js';
+export { extractAsserts } from './extract-asserts.js';
+export type { NetworkMode, ResolvedOptions, SandboxOptions } from './options.js';
+export {
+  type KillReason,
+  PythonSandbox,
+  type RunResult,
+  SANDBOX_UID_BASE,
+  type SandboxInfo,
+  type SyntaxIssue,
+  type TestOutcome,
+  type TestRunResult,
+} from './python-sandbox.js';
