@@ -47,6 +47,10 @@ export interface TrainerOptions<Item> {
   sinks?: MetricsSink[];
   /** Called after every training item. */
   onItem?: (p: { epoch: number; index: number; items: number; totalItems: number; envStep: number }) => void;
+  /** Called with each item's scored rollout tree (prompts, completions, rewards), e.g. to record samples. */
+  onTree?: (p: { itemIndex: number; envStep: number; root: TreeNode }) => void;
+  /** Called with every evaluation's metrics and episodes. */
+  onEval?: (p: { envStep: number; metrics: Record<string, number>; episodes: EvalEpisode<Item>[] }) => void;
 }
 
 export interface TrainOptions {
@@ -163,6 +167,7 @@ export class MAGRPOTrainer<Item> {
     const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
     computeReturns(root, this.config.discount);
     this.envStep = lastEnvStep(root);
+    this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
     this.timing.sampling += times.sampling;
     this.timing.reward += times.reward;
     this.timing.items++;
@@ -275,8 +280,9 @@ export class MAGRPOTrainer<Item> {
   /** Evaluates on the first eval_num_samples eval items and logs at the current env step. */
   async evaluate(): Promise<Record<string, number>> {
     const items = (this.task.evalDataset ?? []).slice(0, this.config.eval_num_samples);
-    const { metrics } = await evaluate(this.ctx, items);
+    const { metrics, episodes } = await evaluate(this.ctx, items);
     if (Object.keys(metrics).length) this.logger.always(this.envStep, metrics);
+    this.opts.onEval?.({ envStep: this.envStep, metrics, episodes });
     return metrics;
   }
 
