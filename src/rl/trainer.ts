@@ -21,7 +21,7 @@ import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } fr
 import { evaluate } from './evaluate.js';
 import { JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
-import { formattersFor, type Task, TaskError } from './task.js';
+import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
 
 /** One agent's training sample from one tree node (spec §1.5 "NodeSample"). */
 export interface NodeSample {
