@@ -20,10 +20,11 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-# 1. OpenBLAS headers and library for the native backend.
-if ! ls /usr/include/*/openblas*/cblas.h /usr/include/openblas/cblas.h /usr/include/cblas.h >/dev/null 2>&1 \
-  && ! pkg-config --exists openblas 2>/dev/null; then
-  apt_install libopenblas-dev || true
+# 1. OpenBLAS for the native backend. The OpenMP build shares one thread pool with our OpenMP
+#    kernels (the pthreads build oversubscribes 2 cores: native/README.md); either one works.
+if ! ls /usr/include/*/openblas-openmp/cblas.h >/dev/null 2>&1; then
+  if ! command -v cc >/dev/null || ! command -v make >/dev/null; then apt_install build-essential || true; fi
+  apt_install libopenblas-openmp-dev || apt_install libopenblas-dev || true
 fi
 
 # 2. Optional: PyTorch for side-by-side benchmarks and fixture regeneration.

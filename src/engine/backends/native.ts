@@ -1,0 +1,62 @@
+/**
+ * The native backend: the C addon of native/magrpo.c (OpenBLAS sgemm + C loops), built by
+ * `npm run build:native`. The addon's functions are the kernels themselves, with the argument
+ * order of `Backend`, so calls go straight to C; the addon checks types and lengths.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Backend, KERNELS } from '../backend.js';
+
+type NativeAddon = Omit<Backend, 'name'>;
+
+const ADDON_PATH = ['native', 'build', 'Release', 'magrpo.node'];
+const SELECT_REFERENCE = 'Set MAGRPO_BACKEND=reference to use the (slower) TypeScript backend instead.';
+
+/** The native addon cannot be loaded: not built, built for another Node, or missing OpenBLAS. */
+export class NativeBackendUnavailable extends Error {
+  readonly code = 'NATIVE_UNAVAILABLE';
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super(`${message}\n${SELECT_REFERENCE}`);
+    this.name = 'NativeBackendUnavailable';
+  }
+}
+
+/** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new NativeBackendUnavailable('could not find the magrpo package root above this module', fileURLToPath(import.meta.url));
+    dir = parent;
+  }
+  return dir;
+}
+
+let loaded: Backend | null = null;
+
+/** Loads the addon once per thread; throws NativeBackendUnavailable saying why it cannot. */
+export function loadNativeBackend(): Backend {
+  if (loaded !== null) return loaded;
+  const file = join(packageRoot(), ...ADDON_PATH);
+  if (!existsSync(file)) {
+    throw new NativeBackendUnavailable(`native addon not built: ${file} is missing; run \`npm run build:native\` (needs libopenblas-dev).`, file);
+  }
+  let addon: NativeAddon;
+  try {
+    addon = createRequire(import.meta.url)(file) as NativeAddon;
+  } catch (err) {
+    throw new NativeBackendUnavailable(`native addon ${file} failed to load: ${(err as Error).message}`, file);
+  }
+  // A stale build lacks newer kernels: say so now rather than fail mid-training.
+  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads'].filter((k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function');
+  if (missing.length > 0) {
+    throw new NativeBackendUnavailable(`native addon ${file} lacks ${missing.join(', ')}; rebuild it with \`npm run build:native -- --force\`.`, file);
+  }
+  loaded = Object.freeze({ ...addon, name: 'native' as const });
+  return loaded;
+}

@@ -1,0 +1,391 @@
+/**
+ * The native backend against the reference backend, kernel by kernel, on seeded random inputs:
+ * odd sizes, offsets and leading dimensions, broadcasting, masks, ignored targets, ties, and
+ * sizes large enough to take the multi-threaded paths. Then the argument checks of the addon.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { BINARY_OPS, KERNELS, UNARY_OPS } from '../../src/engine/backend.js';
+import { loadNativeBackend, NativeBackendUnavailable } from '../../src/engine/backends/native.js';
+import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
+import { prng } from '../helpers/gradcheck.js';
+
+const nat = loadNativeBackend();
+const rand = prng(20250807);
+
+type Arg = Float32Array | Int32Array | Uint8Array | number | boolean | string | null | readonly number[];
+type Kernel = (typeof KERNELS)[number];
+interface Tol {
+  rtol: number;
+  atol: number;
+}
+
+const TOL: Tol = { rtol: 1e-5, atol: 1e-6 };
+
+function uniform(n: number, lo = -1, hi = 1): Float32Array {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = lo + (hi - lo) * rand();
+  return a;
+}
+
+function ints(n: number, lo: number, hi: number): Int32Array {
+  const a = new Int32Array(n);
+  for (let i = 0; i < n; i++) a[i] = lo + Math.floor(rand() * (hi - lo));
+  return a;
+}
+
+function assertClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tol: Tol, label: string): void {
+  assert.equal(actual.length, expected.length, `${label}: length`);
+  for (let i = 0; i < expected.length; i++) {
+    const a = actual[i];
+    const e = expected[i];
+    if (Object.is(a, e) || (Number.isNaN(a) && Number.isNaN(e))) continue;
+    if (!(Math.abs(a - e) <= tol.atol + tol.rtol * Math.abs(e))) assert.fail(`${label}[${i}]: native ${a}, reference ${e}`);
+  }
+}
+
+/**
+ * Runs `kernel` on both backends with copies of `args` and compares the arguments at `outputs`
+ * (buffers written or accumulated into) and the return value.
+ */
+function compare(kernel: Kernel, args: Arg[], outputs: number[], tol: Tol = TOL, label = ''): void {
+  const copy = () => args.map((a) => (ArrayBuffer.isView(a) ? a.slice() : a));
+  const r = copy();
+  const n = copy();
+  const call = (b: typeof nat, a: Arg[]) => (b[kernel] as (...xs: Arg[]) => unknown)(...a);
+  const rr = call(ref, r);
+  const nr = call(nat, n);
+  const what = `${kernel}${label ? ` ${label}` : ''}`;
+  if (typeof rr === 'number') assertClose([nr as number], [rr], tol, `${what} result`);
+  for (const i of outputs) assertClose(n[i] as Float32Array, r[i] as Float32Array, tol, `${what} arg ${i}`);
+}
+
+const SIZES = [1, 3, 17, 33, 65, 127, 40000];
+
+describe('native backend matches the reference', () => {
+  it('has every kernel of KERNELS and the thread controls', () => {
+    for (const k of [...KERNELS, 'setNumThreads', 'getNumThreads'] as const) assert.equal(typeof nat[k], 'function', k);
+    assert.equal(nat.name, 'native');
+  });
+
+  it('gemm: all transposes, beta 0 and 1, offsets and padded leading dims', () => {
+    const shapes = [
+      [1, 1, 1],
+      [3, 17, 33],
+      [17, 3, 65],
+      [33, 65, 1],
+      [65, 127, 17],
+      [128, 96, 200],
+      [0, 3, 4],
+      [3, 4, 0],
+    ];
+    for (const [M, N, K] of shapes) {
+      for (const tA of [false, true]) {
+        for (const tB of [false, true]) {
+          for (const beta of [0, 1]) {
+            const [offA, offB, offC] = [5, 2, 7];
+            const lda = (tA ? M : K) + 3;
+            const ldb = (tB ? K : N) + 1;
+            const ldc = N + 2;
+            const A = uniform(offA + (tA ? K : M) * lda);
+            const B = uniform(offB + (tB ? N : K) * ldb);
+            const C = uniform(offC + M * ldc);
+            if (beta === 0) C.fill(Number.NaN); // beta = 0 must ignore what C holds
+            const scaleTol = { rtol: 1e-4, atol: 1e-4 * Math.sqrt(Math.max(K, 1)) };
+            compare(
+              'gemm',
+              [tA, tB, M, N, K, 0.7, A, offA, lda, B, offB, ldb, beta, C, offC, ldc],
+              [13],
+              scaleTol,
+              `${M}x${N}x${K} tA=${tA} tB=${tB} beta=${beta}`,
+            );
+          }
+        }
+      }
+    }
+  });
+
+  it('binary: every op, dense, broadcast, transposed views, rank 0 and empty', () => {
+    // [shape, aStrides, bStrides, a length, b length]
+    const cases: [number[], number[], number[], number, number][] = [
+      [[], [], [], 1, 1],
+      [[17], [1], [1], 17, 17],
+      [[17], [1], [0], 17, 1],
+      [[3, 17, 5], [85, 5, 1], [0, 5, 1], 255, 85],
+      [[3, 17, 5], [85, 5, 1], [0, 0, 1], 255, 5],
+      [[3, 17, 5], [1, 3, 51], [5, 0, 1], 255, 15], // a is a transposed [5,17,3] buffer
+      [[3, 1, 33], [33, 33, 1], [1, 0, 0], 99, 3],
+      [[4, 0, 3], [0, 3, 1], [0, 3, 1], 0, 0],
+      [[200, 257], [257, 1], [0, 1], 200 * 257, 257],
+      [[200, 257], [1, 200], [1, 0], 200 * 257, 200],
+    ];
+    for (const op of BINARY_OPS) {
+      for (const [shape, as, bs, na, nb] of cases) {
+        const n = shape.reduce((p, d) => p * d, 1);
+        const b = uniform(nb, 0.5, 2).map((v) => (rand() < 0.5 ? -v : v));
+        compare('binary', [op, shape, uniform(na), as, b, bs, uniform(n)], [6], TOL, `${op} [${shape}]`);
+      }
+    }
+  });
+
+  it('unary and unaryBackward: every op', () => {
+    for (const op of UNARY_OPS) {
+      const [lo, hi] = op === 'log' || op === 'sqrt' ? [0.05, 4] : [-8, 8];
+      for (const n of SIZES) {
+        const x = uniform(n, lo, hi);
+        compare('unary', [op, n, x, uniform(n)], [3], TOL, `${op} n=${n}`);
+        compare('unaryBackward', [op, n, x, uniform(n), uniform(n)], [4], TOL, `${op} n=${n}`);
+      }
+    }
+  });
+
+  it('axpy, scale, sumSquares', () => {
+    for (const n of [0, ...SIZES]) {
+      compare('axpy', [n, -0.37, uniform(n), uniform(n)], [3]);
+      compare('scale', [n, 1.7, uniform(n)], [2]);
+      compare('sumSquares', [n, uniform(n, -3, 3)], [], { rtol: 1e-12, atol: 0 });
+    }
+  });
+
+  it('reduceSum: inner 1, blocks wider than one task, accumulate on and off', () => {
+    for (const [outer, len, inner] of [
+      [1, 1, 1],
+      [3, 17, 1],
+      [1, 33, 65],
+      [5, 7, 300],
+      [2, 1, 3],
+      [4, 300, 40],
+      [1, 40000, 1],
+    ]) {
+      for (const acc of [false, true]) {
+        compare('reduceSum', [outer, len, inner, uniform(outer * len * inner), uniform(outer * inner), acc], [4], TOL, `${outer}x${len}x${inner}`);
+      }
+    }
+  });
+
+  it('softmax: plain, scaled, causal with fully masked rows, key mask, offsets', () => {
+    for (const [rows, cols] of [
+      [1, 1],
+      [3, 17],
+      [17, 33],
+      [7, 127],
+      [300, 129],
+    ]) {
+      const [xOff, outOff, kmOff] = [3, 5, 2];
+      const x = uniform(xOff + rows * cols, -6, 6);
+      const mask = new Uint8Array(kmOff + cols).map(() => (rand() < 0.7 ? 1 : 0));
+      for (const causal of [false, true]) {
+        for (const rowPos0 of [-2, 0, cols - rows]) {
+          for (const km of [null, mask, new Uint8Array(kmOff + cols)]) {
+            const label = `${rows}x${cols} causal=${causal} rowPos0=${rowPos0} mask=${km === null ? 'none' : km === mask ? 'random' : 'zeros'}`;
+            compare('softmax', [rows, cols, x, xOff, uniform(outOff + rows * cols), outOff, 0.125, causal, rowPos0, km, kmOff], [4], TOL, label);
+          }
+        }
+      }
+      compare('softmaxBackward', [rows, cols, uniform(1 + rows * cols, 0, 1), 1, uniform(2 + rows * cols), 2, uniform(3 + rows * cols), 3, 0.3], [6]);
+    }
+  });
+
+  it('logSoftmaxGather, its backward and entropy, with ignored targets', () => {
+    for (const [rows, V] of [
+      [1, 1],
+      [3, 17],
+      [5, 1000],
+      [40, 1031],
+    ]) {
+      const logits = uniform(rows * V, -10, 10);
+      const targets = ints(rows, 0, V).map((t) => (rand() < 0.25 ? -1 : t));
+      compare('logSoftmaxGather', [rows, V, logits, targets, uniform(rows), uniform(rows)], [4, 5], { rtol: 1e-5, atol: 1e-5 });
+      const lse = new Float32Array(rows);
+      ref.logSoftmaxGather(rows, V, logits, targets, new Float32Array(rows), lse);
+      compare('logSoftmaxGatherBackward', [rows, V, logits, lse, targets, uniform(rows), uniform(rows * V)], [6]);
+      compare('entropy', [rows, V, logits, lse, uniform(rows)], [4], { rtol: 1e-5, atol: 1e-5 });
+    }
+  });
+
+  it('rmsnorm and layernorm, forward and backward', () => {
+    // gw/gb sum over rows; the reference rounds to float32 after every row, hence the atol.
+    const paramTol = { rtol: 1e-5, atol: 1e-5 };
+    for (const [rows, C] of [
+      [1, 1],
+      [3, 17],
+      [7, 65],
+      [300, 127],
+    ]) {
+      const x = uniform(rows * C, -2, 2);
+      const w = uniform(C, 0.5, 1.5);
+      const b = uniform(C);
+      const gy = uniform(rows * C);
+      compare('rmsnorm', [rows, C, x, w, 1e-6, uniform(rows * C), uniform(rows)], [5, 6]);
+      const rstd = new Float32Array(rows);
+      ref.rmsnorm(rows, C, x, w, 1e-6, new Float32Array(rows * C), rstd);
+      compare('rmsnormBackward', [rows, C, x, w, rstd, gy, uniform(rows * C), uniform(C)], [6], TOL);
+      compare('rmsnormBackward', [rows, C, x, w, rstd, gy, uniform(rows * C), uniform(C)], [7], paramTol);
+
+      compare('layernorm', [rows, C, x, w, b, 1e-5, uniform(rows * C), uniform(rows), uniform(rows)], [6, 7, 8]);
+      const mean = new Float32Array(rows);
+      const lstd = new Float32Array(rows);
+      ref.layernorm(rows, C, x, w, b, 1e-5, new Float32Array(rows * C), mean, lstd);
+      const args: Arg[] = [rows, C, x, w, mean, lstd, gy, uniform(rows * C), uniform(C), uniform(C)];
+      compare('layernormBackward', args, [7], { rtol: 1e-5, atol: 1e-5 });
+      compare('layernormBackward', args, [8, 9], paramTol);
+    }
+  });
+
+  it('rope and ropeBackward, including out aliasing x', () => {
+    const maxPos = 50;
+    for (const [rows, H, D] of [
+      [1, 1, 2],
+      [3, 2, 8],
+      [5, 3, 64],
+      [200, 4, 64],
+    ]) {
+      const half = D / 2;
+      const cos = new Float32Array(maxPos * half);
+      const sin = new Float32Array(maxPos * half);
+      for (let p = 0; p < maxPos; p++) {
+        for (let i = 0; i < half; i++) {
+          cos[p * half + i] = Math.cos(p * 10000 ** (-i / half));
+          sin[p * half + i] = Math.sin(p * 10000 ** (-i / half));
+        }
+      }
+      const n = rows * H * D;
+      const positions = ints(rows, 0, maxPos);
+      compare('rope', [rows, H, D, uniform(n), positions, cos, sin, uniform(n)], [7]);
+      compare('ropeBackward', [rows, H, D, uniform(n), positions, cos, sin, uniform(n)], [7]);
+      const x = uniform(n);
+      const inPlaceRef = x.slice();
+      const inPlaceNat = x.slice();
+      ref.rope(rows, H, D, inPlaceRef, positions, cos, sin, inPlaceRef);
+      nat.rope(rows, H, D, inPlaceNat, positions, cos, sin, inPlaceNat);
+      assertClose(inPlaceNat, inPlaceRef, TOL, 'rope in place');
+    }
+  });
+
+  it('swiglu and swigluBackward', () => {
+    for (const n of SIZES) {
+      const gate = uniform(n, -8, 8);
+      const up = uniform(n, -2, 2);
+      compare('swiglu', [n, gate, up, uniform(n)], [3]);
+      compare('swigluBackward', [n, gate, up, uniform(n), uniform(n), uniform(n)], [4, 5]);
+    }
+  });
+
+  it('embedding and embeddingBackward with repeated ids', () => {
+    const V = 50;
+    for (const [n, C] of [
+      [1, 1],
+      [3, 17],
+      [33, 65],
+      [400, 100],
+    ]) {
+      const ids = ints(n, 0, V);
+      compare('embedding', [n, C, ids, uniform(V * C), uniform(n * C)], [4]);
+      compare('embeddingBackward', [n, C, ids, uniform(n * C), uniform(V * C)], [4], { rtol: 1e-5, atol: 1e-5 });
+    }
+  });
+
+  it('adamw', () => {
+    const [b1, b2, t] = [0.9, 0.999, 3];
+    for (const n of SIZES) {
+      const args: Arg[] = [n, uniform(n), uniform(n), uniform(n, -0.1, 0.1), uniform(n, 0, 0.01), 1e-3, b1, b2, 1e-8, 0.01, 1 - b1 ** t, 1 - b2 ** t];
+      compare('adamw', args, [1, 3, 4], { rtol: 1e-6, atol: 1e-7 });
+    }
+  });
+
+  it('topk: descending, ties to the lower index, k from 0 to n', () => {
+    for (const [rows, n] of [
+      [1, 1],
+      [3, 17],
+      [4, 127],
+      [2, 2000],
+    ]) {
+      for (const k of [0, 1, Math.min(5, n), n]) {
+        // Values from a small set, so most rows have ties.
+        const x = uniform(rows * n).map((v) => Math.round(v * 4));
+        compare('topk', [rows, n, x, k, uniform(rows * k), ints(rows * k, 0, 1)], [4, 5], { rtol: 0, atol: 0 }, `${rows}x${n} k=${k}`);
+      }
+    }
+  });
+});
+
+describe('native backend threads', () => {
+  it('setNumThreads changes getNumThreads and results do not depend on it', () => {
+    const before = nat.getNumThreads();
+    assert.ok(before >= 1);
+    const x = uniform(100000);
+    const y = uniform(100000);
+    const outs = [1, 2].map((t) => {
+      nat.setNumThreads(t);
+      assert.equal(nat.getNumThreads(), t);
+      const out = new Float32Array(x.length);
+      nat.binary('mul', [x.length], x, [1], y, [1], out);
+      return out;
+    });
+    nat.setNumThreads(before);
+    assert.deepEqual(outs[0], outs[1]);
+    assert.throws(() => nat.setNumThreads(0), { name: 'RangeError' });
+  });
+
+  it('loads and runs in worker threads', async () => {
+    const code = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      const addon = require(workerData);
+      const A = new Float32Array([1, 2, 3, 4]), C = new Float32Array(4);
+      addon.gemm(false, false, 2, 2, 2, 1, A, 0, 2, A, 0, 2, 0, C, 0, 2);
+      parentPort.postMessage(Array.from(C));`;
+    const file = new URL('../../native/build/Release/magrpo.node', import.meta.url).pathname;
+    const run = () =>
+      new Promise<number[]>((resolve, reject) => {
+        const w = new Worker(code, { eval: true, workerData: file });
+        w.once('message', resolve);
+        w.once('error', reject);
+      });
+    const results = await Promise.all([run(), run()]);
+    for (const r of results) assert.deepEqual(r, [7, 10, 15, 22]);
+  });
+});
+
+describe('native backend argument checks', () => {
+  const bad = { name: 'TypeError', code: 'NATIVE_BAD_ARGUMENT' };
+  const range = { name: 'RangeError', code: 'NATIVE_BAD_ARGUMENT' };
+  const f = (n: number) => new Float32Array(n);
+
+  it('rejects wrong array types, naming the argument', () => {
+    assert.throws(() => nat.axpy(4, 1, new Float64Array(4), f(4)), { ...bad, message: /x must be a Float32Array, got Float64Array/ });
+    assert.throws(() => nat.unary('exp', 2, [1, 2] as unknown as Float32Array, f(2)), { ...bad, message: /x must be a Float32Array, got Array/ });
+    assert.throws(() => nat.embedding(1, 2, new Float32Array(1) as unknown as Int32Array, f(4), f(2)), { ...bad, message: /ids must be a Int32Array/ });
+    const keyMask = new Int32Array(3) as unknown as Uint8Array;
+    assert.throws(() => nat.softmax(1, 3, f(3), 0, f(3), 0, 1, false, 0, keyMask, 0), { ...bad, message: /keyMask must be a Uint8Array/ });
+    assert.throws(() => nat.gemm(false, false, 1, 1, 1, 1, f(1), 0, 1, f(1), 0, 1, 0, new Float64Array(1), 0, 1), { ...bad, message: /C must be/ });
+    assert.throws(() => (nat.scale as (...a: unknown[]) => void)(2, 1), { ...bad, message: /expects 3 arguments/ });
+  });
+
+  it('rejects buffers too short for the sizes, offsets and strides', () => {
+    assert.throws(() => nat.gemm(false, false, 2, 2, 2, 1, f(4), 0, 2, f(4), 0, 2, 0, f(5), 2, 2), { ...bad, message: /C has 5 elements, needs at least 6/ });
+    assert.throws(() => nat.gemm(true, false, 2, 3, 2, 1, f(3), 0, 2, f(6), 0, 3, 0, f(6), 0, 3), { ...bad, message: /A has 3 elements, needs at least 4/ });
+    assert.throws(() => nat.binary('add', [2, 3], f(6), [3, 1], f(3), [0, 2], f(6)), { ...bad, message: /b has 3 elements, needs at least 5/ });
+    assert.throws(() => nat.softmax(2, 3, f(6), 1, f(6), 0, 1, false, 0, null, 0), { ...bad, message: /x has 6/ });
+    assert.throws(() => nat.topk(1, 4, f(4), 2, f(2), new Int32Array(1)), { ...bad, message: /idx has 1/ });
+  });
+
+  it('rejects bad sizes and indices', () => {
+    assert.throws(() => nat.axpy(-1, 1, f(1), f(1)), range);
+    assert.throws(() => nat.axpy(1.5, 1, f(2), f(2)), range);
+    assert.throws(() => nat.gemm(false, false, 2, 2, 2, 1, f(4), 0, 1, f(4), 0, 2, 0, f(4), 0, 2), { ...range, message: /lda = 1/ });
+    assert.throws(() => nat.binary('pow' as 'add', [1], f(1), [1], f(1), [1], f(1)), { ...range, message: /unknown binary op 'pow'/ });
+    assert.throws(() => nat.topk(1, 2, f(2), 3, f(3), new Int32Array(3)), { ...range, message: /k = 3/ });
+    assert.throws(() => nat.embedding(1, 2, new Int32Array([2]), f(4), f(2)), { ...range, message: /ids\[0\] = 2/ });
+    assert.throws(() => nat.logSoftmaxGather(1, 3, f(3), new Int32Array([3]), f(1), f(1)), { ...range, message: /targets\[0\] = 3/ });
+    assert.throws(() => nat.rope(1, 1, 4, f(4), new Int32Array([1]), f(2), f(2), f(4)), { ...range, message: /positions\[0\] = 1/ });
+    assert.throws(() => nat.rope(1, 1, 3, f(3), new Int32Array([0]), f(2), f(2), f(3)), { ...range, message: /D = 3 must be even/ });
+  });
+
+  it('NativeBackendUnavailable carries its code and names the reference backend', () => {
+    const err = new NativeBackendUnavailable('native addon not built', '/x/magrpo.node');
+    assert.equal(err.code, 'NATIVE_UNAVAILABLE');
+    assert.equal(err.file, '/x/magrpo.node');
+    assert.match(err.message, /MAGRPO_BACKEND=reference/);
+  });
+});
