@@ -73,6 +73,7 @@ export class MAGRPOTrainer<Item> {
   private buffers: NodeSample[][];
   private readonly ctx: RolloutContext<Item>;
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
+  private stopRequested = false;
 
   constructor(private readonly opts: TrainerOptions<Item>) {
     this.task = opts.task;
@@ -139,7 +140,7 @@ export class MAGRPOTrainer<Item> {
     let lastEval: Record<string, number> = {};
     for (; this.epoch < c.num_train_epochs; this.epoch++, this.index = 0) {
       for (; this.index < data.length; this.index++) {
-        if (o.maxItems !== undefined && this.items >= o.maxItems) return this.stopEarly(lastEval);
+        if (this.stopRequested || (o.maxItems !== undefined && this.items >= o.maxItems)) return this.stopEarly(lastEval);
         if (c.eval_interval > 0 && this.index % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
         await this.trainStep(data[this.index], this.index);
         this.items++;
@@ -154,6 +155,11 @@ export class MAGRPOTrainer<Item> {
       await this.saveModels(join(c.output_dir, 'final'));
     }
     return { envStep: this.envStep, items: this.items, eval: lastEval };
+  }
+
+  /** Asks `train()` to stop after the current item, writing a checkpoint (e.g. on Ctrl-C). */
+  requestStop(): void {
+    this.stopRequested = true;
   }
 
   private async stopEarly(lastEval: Record<string, number>) {
