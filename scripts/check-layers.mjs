@@ -3,7 +3,7 @@
 //  - floors: a module never imports from a floor above its own, and imports are acyclic;
 //  - size: architecture files stay readable (≤ 400 lines), every source file ≤ 700 lines.
 // Prints a line-count table (like tinygrad's sz.py) with --sz.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = { engine: 0, sandbox: 0, data: 0, plot: 0, model: 1, pretrain: 2, rl: 2, envs: 3, cli: 4, dashboard: 4 };
@@ -33,7 +33,8 @@ for (const f of files) {
   sizes.push([f, lines]);
   if (ARCH_FILES.test(f) && lines > ARCH_CAP) problems.push(`${f}: ${lines} lines > ${ARCH_CAP} (architecture files must stay readable)`);
   if (lines > FILE_CAP) problems.push(`${f}: ${lines} lines > ${FILE_CAP}`);
-  if (floorOf(f) === undefined) problems.push(`${f}: folder is not a known floor (${Object.keys(FLOORS).join(', ')}); add it to scripts/check-layers.mjs and docs/layout.md`);
+  if (floorOf(f) === undefined)
+    problems.push(`${f}: folder is not a known floor (${Object.keys(FLOORS).join(', ')}); add it to scripts/check-layers.mjs and docs/layout.md`);
   const deps = [];
   for (const m of text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)) {
     const target = resolve(dirname(f), m[1]).replace(/\.js$/, '.ts');

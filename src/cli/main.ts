@@ -4,11 +4,7 @@ import { Command } from 'commander';
 import { registerSample } from './sample.js';
 
 const program = new Command();
-program
-  .name('magrpo')
-  .description('Train teams of language models to cooperate with multi-agent RL (MAGRPO), on CPU.')
-  .version('0.1.0')
-  .showHelpAfterError();
+program.name('magrpo').description('Train teams of language models to cooperate with multi-agent RL (MAGRPO), on CPU.').version('0.1.0').showHelpAfterError();
 registerSample(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -58,7 +58,8 @@ Examples:
       const seconds = (performance.now() - t0) / 1000;
       const tokens = samples.reduce((n, s) => n + s.completionIds.length, 0);
       for (const s of samples) {
-        if (flags.json) process.stdout.write(`${JSON.stringify({ text: s.text, tokens: s.completionIds, logprobs: s.logprobs, finish_reason: s.finishReason })}\n`);
+        if (flags.json)
+          process.stdout.write(`${JSON.stringify({ text: s.text, tokens: s.completionIds, logprobs: s.logprobs, finish_reason: s.finishReason })}\n`);
         else process.stdout.write(`${flags.prompt}${s.text}\n${samples.length > 1 ? '---\n' : ''}`);
       }
       process.stderr.write(`[${tokens} tokens in ${seconds.toFixed(2)} s, ${(tokens / seconds).toFixed(0)} tokens/s]\n`);

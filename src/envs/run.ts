@@ -5,12 +5,18 @@
  * turn (agents are assumed to run in parallel, as in the paper's timing).
  */
 import type { LanguageModel } from '../model/pretrained.js';
-import { type RolloutContext, callTransition, computeReward, formatPrompt } from '../rl/rollout.js';
 import { resolveConfig } from '../rl/config.js';
+import { callTransition, computeReward, formatPrompt, type RolloutContext } from '../rl/rollout.js';
 import { formattersFor, type Task } from '../rl/task.js';
 import type { EpisodeResult, InferenceSampling } from './environment.js';
 
-export async function runTeam<Item>(task: Task<Item>, items: readonly Item[], models: readonly LanguageModel[], sampling: InferenceSampling, numTurns = 1): Promise<EpisodeResult[]> {
+export async function runTeam<Item>(
+  task: Task<Item>,
+  items: readonly Item[],
+  models: readonly LanguageModel[],
+  sampling: InferenceSampling,
+  numTurns = 1,
+): Promise<EpisodeResult[]> {
   const N = models.length;
   const ctx: RolloutContext<Item> = {
     task,
@@ -40,7 +46,9 @@ export async function runTeam<Item>(task: Task<Item>, items: readonly Item[], mo
       }
     }
     const turnSeconds = Math.max(...perAgentSeconds);
-    const scored = await Promise.all(items.map((item, e) => computeReward({ ...ctx, itemIndex: e }, { completions: texts[e], prompts: prompts[e], item, turn })));
+    const scored = await Promise.all(
+      items.map((item, e) => computeReward({ ...ctx, itemIndex: e }, { completions: texts[e], prompts: prompts[e], item, turn })),
+    );
     for (const [e, r] of results.entries()) {
       r.completions = texts[e];
       r.reward = scored[e].reward;

@@ -7,8 +7,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
-import { writeFileAtomic } from './safetensors.js';
 
 export type LlamaModelType = 'llama' | 'qwen2' | 'mistral';
 export type TorchDtype = 'float32' | 'float16' | 'bfloat16';

@@ -10,8 +10,9 @@ import { matmul } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
+import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
-import { readSafetensors, type WritableTensor, writeFileAtomic, writeSafetensors } from './safetensors.js';
+import { readSafetensors, type WritableTensor, writeSafetensors } from './safetensors.js';
 import type { CausalLM } from './transformer.js';
 
 export interface LoraConfig {

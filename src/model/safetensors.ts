@@ -7,8 +7,9 @@
  * Floats come back as Float32Array and integers as Int32Array: that is all the engine computes in.
  * Typed-array views assume a little-endian host, as every platform Node supports is.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
 
 export type FloatDtype = 'F64' | 'F32' | 'F16' | 'BF16';
@@ -120,27 +121,6 @@ export function writeSafetensors(
   const entries = [...(tensors instanceof Map ? tensors : Object.entries(tensors))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const header = encodeHeader(file, entries, metadata);
   writeFileAtomic(file, tensorChunks(file, header, entries));
-}
-
-/**
- * Writes `chunks` to `file.tmp-<pid>`, fsyncs, then renames over `file`, so readers see either the
- * old file or the complete new one. A throw from `chunks` (a generator may validate as it goes)
- * removes the temp file and leaves `file` as it was.
- */
-export function writeFileAtomic(file: string, chunks: Iterable<Uint8Array | string>): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  let fd: number | undefined = openSync(tmp, 'w');
-  try {
-    for (const chunk of chunks) writeAll(fd, typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(tmp, file);
-  } catch (err) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw err;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,12 +424,6 @@ function encodeData(tensor: WritableTensor): Uint8Array {
     case 'F32':
     case 'I32':
       return bytesOf(tensor.data);
-  }
-}
-
-function writeAll(fd: number, bytes: Uint8Array): void {
-  for (let done = 0; done < bytes.length; ) {
-    done += writeSync(fd, bytes, done, Math.min(bytes.length - done, IO_CHUNK));
   }
 }
 

@@ -13,9 +13,9 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { writeFileAtomic } from './atomic-write.js';
 import { type GenerationDefaults, parseGenerationConfig, readGenerationConfig } from './config.js';
 import { CheckpointError } from './errors.js';
-import { writeFileAtomic } from './safetensors.js';
 
 export interface ChatMessage {
   role: string;

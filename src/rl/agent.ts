@@ -11,10 +11,11 @@ import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '
 import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { backward, noGrad, type Tensor, tensor } from '../engine/tensor.js';
+import { writeFileAtomic } from '../model/atomic-write.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import { applyLora, loadLora, saveLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
-import { readSafetensors, writeFileAtomic, writeSafetensors } from '../model/safetensors.js';
+import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
 
 /** Everything needed to build an agent; plain data so it can cross a worker boundary. */
 export interface AgentSpec {

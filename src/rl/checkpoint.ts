@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RngState } from '../engine/rng.js';
-import { writeFileAtomic } from '../model/safetensors.js';
+import { writeFileAtomic } from '../model/atomic-write.js';
 import type { AgentHandle } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
 
