@@ -99,6 +99,22 @@ export function writeModelConfig(dir: string, cfg: ModelConfig): void {
   writeFileAtomic(join(dir, 'config.json'), [`${JSON.stringify(toHfConfig(cfg), null, 2)}\n`]);
 }
 
+/** Writes generation_config.json with the HF key names (absent fields are left out). */
+export function writeGenerationConfig(dir: string, g: GenerationDefaults): void {
+  const hf: Record<string, unknown> = {
+    bos_token_id: g.bosTokenId,
+    eos_token_id: g.eosTokenId,
+    pad_token_id: g.padTokenId,
+    do_sample: g.doSample,
+    temperature: g.temperature,
+    top_p: g.topP,
+    top_k: g.topK,
+    max_new_tokens: g.maxNewTokens,
+  };
+  for (const k of Object.keys(hf)) if (hf[k] === undefined) delete hf[k];
+  writeFileAtomic(join(dir, 'generation_config.json'), [`${JSON.stringify(hf, null, 2)}\n`]);
+}
+
 /** Returns {} when the folder has no generation_config.json. */
 export function readGenerationConfig(dir: string): GenerationDefaults {
   const file = join(dir, 'generation_config.json');

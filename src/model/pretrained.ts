@@ -2,10 +2,10 @@
  * A language model as users meet it: weights + tokenizer + generation defaults from one HF
  * folder, with text-in/text-out sampling. The RL trainer and the CLI both go through this.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Rng } from '../engine/rng.js';
-import { type GenerationDefaults, readGenerationConfig } from './config.js';
+import { type GenerationDefaults, readGenerationConfig, writeGenerationConfig } from './config.js';
+import { CheckpointError } from './errors.js';
 import { loadModel, type SaveDtype, saveModel } from './load.js';
 import { type FinishReason, generate } from './sample.js';
 import { TextTokenizer } from './tokenizer.js';
@@ -46,17 +46,24 @@ export class LanguageModel {
   static load(dir: string): LanguageModel {
     const model = loadModel(dir);
     const tokenizer = TextTokenizer.fromDir(dir);
-    const generation = existsSync(join(dir, 'generation_config.json')) ? readGenerationConfig(dir) : {};
+    const generation = readGenerationConfig(dir);
     if (tokenizer.vocabSize > model.vocabSize) {
-      throw new Error(`${join(dir, 'tokenizer.json')}: the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${model.vocabSize}`);
+      const file = join(dir, 'tokenizer.json');
+      throw new CheckpointError(
+        'SHAPE_MISMATCH',
+        file,
+        `the tokenizer has ${tokenizer.vocabSize} tokens but the model's vocabulary is ${model.vocabSize}`,
+        'use the tokenizer the model was trained with',
+      );
     }
     return new LanguageModel(model, tokenizer, generation, dir);
   }
 
-  /** Writes weights, config and tokenizer as a HF folder. */
+  /** Writes weights, config, generation defaults and tokenizer as a HF folder. */
   save(dir: string, dtype: SaveDtype = 'F32'): void {
     saveModel(this.model, dir, dtype);
     this.tokenizer.saveTo(dir);
+    if (Object.keys(this.generation).length > 0) writeGenerationConfig(dir, this.generation);
   }
 
   /** End-of-sequence ids from the tokenizer and generation_config.json. */

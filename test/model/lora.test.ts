@@ -61,3 +61,21 @@ describeEachBackend('LoRA', () => {
     assert.throws(() => applyLora(model, { r: 2, alpha: 4, targetModules: ['qkv'] }, new Rng(0)), /lora\.target_modules .*q_proj/);
   });
 });
+
+describeEachBackend('LanguageModel save/load', () => {
+  it('keeps weights, tokenizer and generation_config stop ids across a save', async () => {
+    const { LanguageModel } = await import('../../src/model/pretrained.js');
+    const lm = LanguageModel.load('test/fixtures/models/tiny-qwen2');
+    const tmp = mkdtempSync(join(tmpdir(), 'lm-'));
+    try {
+      lm.save(tmp);
+      const back = LanguageModel.load(tmp);
+      assert.deepEqual(back.stopIds().sort(), lm.stopIds().sort());
+      assert.ok(lm.stopIds().length >= 2, 'fixture has two EOS ids');
+      assert.equal(maxDiff(logitsOf(lm.model), logitsOf(back.model)), 0);
+      assert.equal(back.tokenizer.decode(back.encode('Hello, world')), lm.tokenizer.decode(lm.encode('Hello, world')));
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});
