@@ -1,0 +1,13 @@
+/** magrpo's public API. */
+
+export { Rng } from './engine/rng.js';
+export { type BackendName, backend, setBackend } from './engine/runtime.js';
+export type { Baseline, Environment, EpisodeResult } from './envs/environment.js';
+export { createModel, loadModel, saveModel } from './model/load.js';
+export { applyLora, type LoraConfig, loadLora, mergeLora, saveLora } from './model/lora.js';
+export { LanguageModel, type TextSample, type TextSampleOptions } from './model/pretrained.js';
+export { ConfigError, type MagrpoConfig, type MagrpoConfigInput, MagrpoConfigSchema, resolveConfig } from './rl/config.js';
+export { JsonlSink, MemorySink, type MetricsSink } from './rl/metrics.js';
+export type { EvalEpisode, Formatter, RewardComponent, RewardFn, RewardInput, RewardValue, Task, Transition, TransitionInput } from './rl/task.js';
+export { MAGRPOTrainer, type NodeSample, type TrainerOptions, type TrainOptions } from './rl/trainer.js';
+export { PythonSandbox } from './sandbox/index.js';
