@@ -32,10 +32,11 @@ if [ "${1:-}" = "--with-torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/
   apt_install python3-torch || say "python3-torch unavailable: benchmarks will run without PyTorch columns"
 fi
 
-# 3. npm dependencies (reinstalled when package-lock.json changes).
-if [ ! -d node_modules ] || [ package-lock.json -nt .stamps/npm ]; then
-  say "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error >&2
+# 3. npm dependencies (again when package.json or the lock file changes). `npm install`, not
+#    `npm ci`: npm 11 rejects lock files that omit other platforms' optional packages.
+if [ ! -d node_modules ] || [ package.json -nt .stamps/npm ] || [ package-lock.json -nt .stamps/npm ]; then
+  say "npm install"
+  npm install --no-audit --no-fund --loglevel=error >&2
   touch .stamps/npm
 fi
 
