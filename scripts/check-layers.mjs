@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Architecture budget checks (style brief rules 1, 4, 12):
 //  - floors: a module never imports from a floor above its own, and imports are acyclic;
-//  - size: architecture files stay readable (≤ 400 lines), every source file ≤ 700 lines.
-// Prints a line-count table (like tinygrad's sz.py) with --sz.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+//  - size: architecture files stay readable (≤ 400 lines), every source file ≤ 700 lines;
+//  - comments: no TODO/FIXME without an issue number, no commented-out code (rule 11).
+// Prints a line-count table (like tinygrad's sz.py) with --sz, and source files that have no
+// test file of the same path under test/ with --untested.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 const FLOORS = { engine: 0, sandbox: 0, data: 0, plot: 0, model: 1, pretrain: 2, rl: 2, envs: 3, cli: 4, dashboard: 4 };
@@ -35,6 +37,10 @@ for (const f of files) {
   if (lines > FILE_CAP) problems.push(`${f}: ${lines} lines > ${FILE_CAP}`);
   if (floorOf(f) === undefined)
     problems.push(`${f}: folder is not a known floor (${Object.keys(FLOORS).join(', ')}); add it to scripts/check-layers.mjs and docs/layout.md`);
+  for (const [n, line] of text.split('\n').entries()) {
+    if (/\b(TODO|FIXME|XXX)\b/.test(line) && !/#\d+/.test(line)) problems.push(`${f}:${n + 1}: TODO without an issue number (write "TODO(#12): ...")`);
+    if (/^\s*\/\/\s*(const|let|var|import|export|return|if|for|while|await)\b.*[;{)]\s*$/.test(line)) problems.push(`${f}:${n + 1}: commented-out code`);
+  }
   const deps = [];
   for (const m of text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/gm)) {
     const target = resolve(dirname(f), m[1]).replace(/\.js$/, '.ts');
@@ -63,6 +69,13 @@ if (process.argv.includes('--sz')) {
   sizes.sort((a, b) => b[1] - a[1]);
   for (const [f, n] of sizes) console.log(`${String(n).padStart(6)}  ${f}`);
   console.log(`${String(sizes.reduce((s, [, n]) => s + n, 0)).padStart(6)}  total (${sizes.length} files)`);
+}
+if (process.argv.includes('--untested')) {
+  const untested = files.filter((f) => {
+    const base = f.replace(/^src\//, 'test/').replace(/\.ts$/, '');
+    return !existsSync(`${base}.test.ts`) && !existsSync(base);
+  });
+  console.log(`${untested.length} source files without test/<same path>.test.ts:\n${untested.join('\n')}`);
 }
 if (problems.length) {
   console.error(problems.join('\n'));
