@@ -217,7 +217,7 @@ export async function callTransition<Item>(
 ): Promise<string[]> {
   const transition = ctx.task.transition;
   if (!transition) throw new TaskError('transition', 'num_turns > 1 needs a transition');
-  const N = ctx.agents.length;
+  const N = ctx.config.num_agents;
   const original = (item as { prompt?: unknown } | null)?.prompt;
   let out: readonly string[];
   try {

@@ -1,0 +1,134 @@
+/**
+ * The paper's two writing environments (reference §2.2–2.3), two agents each, single turn:
+ *
+ *   tldr   agent 1 a concise summary of a post, agent 2 a detailed one     tldr_combined_reward
+ *   arxiv  agent 1 background/motivation, agent 2 methodology/implications  arxiv_combined_reward
+ *
+ * Default data: passages of public-domain text shipped in data/writing/ (see its README).
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Task } from '../../rl/task.js';
+import type { Environment, EpisodeResult } from '../environment.js';
+import { type WritingSpec, writingBaselines } from './baselines.js';
+import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
+import {
+  ARXIV_BASELINE_PROMPTS,
+  arxivBackgroundPrompt,
+  arxivMethodsPrompt,
+  TLDR_BASELINE_PROMPTS,
+  tldrElaborationPrompt,
+  tldrSummaryPrompt,
+} from './prompts.js';
+import { type ArxivVersion, arxivLevels, arxivReward, gate, normalisedMetrics, tldrLevels, tldrReward, ungated, type WritingLevels } from './rewards.js';
+
+export type { ArxivItem, TldrItem } from './data.js';
+export { loadWritingItems, WritingDataError } from './data.js';
+export { arxivReward, normalisedMetrics, tldrReward } from './rewards.js';
+
+export interface WritingEnvOptions {
+  /** Folder with {name}.train.jsonl.gz and {name}.eval.jsonl.gz (default: the shipped data/writing). */
+  dataDir?: string;
+}
+
+/** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+interface WritingKind<Item> extends WritingSpec<Item> {
+  name: 'tldr' | 'arxiv';
+  description: string;
+  field: WritingField;
+  levels: (c1: string, c2: string) => WritingLevels;
+}
+
+function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptions): Environment<Item> {
+  const dataDir = opts.dataDir ?? join(packageRoot(), 'data', 'writing');
+  const load = (split: 'train' | 'eval') => loadWritingItems(join(dataDir, `${kind.name}.${split}.jsonl.gz`), kind.field) as unknown as Item[];
+  const [f1, f2] = kind.formatters;
+  return {
+    name: kind.name,
+    description: kind.description,
+    numAgents: 2,
+    defaultSplits: () => ({ train: load('train'), eval: load('eval') }),
+    task(split = {}): Task<Item> {
+      return {
+        name: kind.name,
+        dataset: split.train ?? load('train'),
+        evalDataset: split.eval ?? load('eval'),
+        formatters: [(item) => f1(kind.source(item)), (item) => f2(kind.source(item))],
+        reward: ({ completions }) => {
+          if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
+          const s = kind.reward(completions[0], completions[1]);
+          return { reward: s.reward, components: { ...s.components } };
+        },
+      };
+    },
+    metrics: (episodes) => writingMetrics(episodes, kind.levels),
+    baselines: writingBaselines(kind),
+  };
+}
+
+/**
+ * The paper's normalised metrics in % (structure, coherence, consistency, return), recomputed from
+ * the completions with the gated reward; `ungated_*` score every level independently, as the
+ * authors' loggers report per-level values. Plus the mean return as the runner reported it (after
+ * any reward processor) and the mean response time in seconds.
+ */
+function writingMetrics(episodes: readonly EpisodeResult[], levels: WritingKind<unknown>['levels']): Record<string, number> {
+  const all = episodes.map((e) => levels(e.completions[0] ?? '', e.completions[1] ?? ''));
+  const gated = normalisedMetrics(all.map(gate));
+  const loose = normalisedMetrics(all.map(ungated));
+  const n = Math.max(1, episodes.length);
+  return {
+    ...gated,
+    ungated_structure: loose.structure,
+    ungated_coherence: loose.coherence,
+    ungated_consistency: loose.consistency,
+    mean_return: episodes.reduce((s, e) => s + e.reward, 0) / n,
+    response_s: episodes.reduce((s, e) => s + e.responseSeconds, 0) / n,
+  };
+}
+
+/** TLDR: summarise a post as a concise (agent 1) and a detailed (agent 2) summary. */
+export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrItem> {
+  return writingEnvironment<TldrItem>(
+    {
+      name: 'tldr',
+      description: 'TL;DR summarisation: agent 1 writes a concise summary, agent 2 a detailed one (2-3x longer, richer vocabulary)',
+      field: 'prompt',
+      source: (item) => item.prompt,
+      formatters: [tldrSummaryPrompt, tldrElaborationPrompt],
+      reward: tldrReward,
+      levels: tldrLevels,
+      prompts: TLDR_BASELINE_PROMPTS,
+    },
+    opts,
+  );
+}
+
+/**
+ * arXiv: expand an abstract into an introduction, agent 1 background and motivation, agent 2
+ * methodology and implications. `version` picks the reward's L2 band: 'paper' (default, the
+ * paper-era 1.0–1.3 optimum) or 'latest' (1.3–1.6, changed 2025-12-31).
+ */
+export function arxivEnvironment(opts: WritingEnvOptions & { version?: ArxivVersion } = {}): Environment<ArxivItem> {
+  const version = opts.version ?? 'paper';
+  return writingEnvironment<ArxivItem>(
+    {
+      name: 'arxiv',
+      description: `arXiv abstract expansion: agent 1 background and motivation, agent 2 methodology and implications (L2 band: ${version})`,
+      field: 'abstract_text',
+      source: (item) => item.abstract_text,
+      formatters: [arxivBackgroundPrompt, arxivMethodsPrompt],
+      reward: (c1, c2) => arxivReward(c1, c2, { version }),
+      levels: (c1, c2) => arxivLevels(c1, c2, { version }),
+      prompts: ARXIV_BASELINE_PROMPTS,
+    },
+    opts,
+  );
+}
