@@ -1,0 +1,130 @@
+/**
+ * The paper's coding environments (environments-reference.md §2.4): agent 1 writes a helper
+ * `aux(...)`, agent 2 the entry point that may call it; one joint reward (reward.ts, max 4.0) scores
+ * the combined program in the Python sandbox. Multi-turn runs use one of the feedback transitions
+ * (feedback.ts); `numAgents: 1` is the single-model variant (GRPO), scored with aux = "" (max 2.1).
+ *
+ *   humanevalEnvironment        HumanEval, paper-era splits (train test[33:133], eval test[:32])
+ *   coopPythonEnvironment       generated helper + main problems (data/coding, see its README)
+ *   codingEnvironmentFromJsonl  any HumanEval-format JSONL file
+ *
+ * Rewards are raw (0 to 4). The reference's later configs shift them by −4 with early termination
+ * at −0.2; the paper-era ones keep them raw with the threshold at 4.0. Set `reward_processor` and
+ * `early_termination_threshold` in the trainer config to match one or the other: with raw rewards
+ * and the trainer's default threshold (−0.2) no branch would ever be expanded to a second turn.
+ */
+import { basename } from 'node:path';
+import type { Formatter, Task } from '../../rl/task.js';
+import { PythonSandbox } from '../../sandbox/index.js';
+import { type Environment, episodeResults } from '../environment.js';
+import { codingBaselines } from './baselines.js';
+import { type CodingItem, humanevalSplits, loadCodingJsonl, loadCoopPython } from './data.js';
+import { codingTransition, type FeedbackOptions } from './feedback.js';
+import { codingMetrics } from './metrics.js';
+import { auxPrompt, mainPrompt, singleAgentPrompt } from './prompts.js';
+import { type CodeRewardOptions, codeReward } from './reward.js';
+
+export type { CodingItem } from './data.js';
+export { CodingDataError, humanevalSplits, loadCodingJsonl, loadCoopPython, loadHumanEval } from './data.js';
+export { codingTransition, FEEDBACK_MODES, type FeedbackMode, type FeedbackOptions } from './feedback.js';
+export { codingMetrics } from './metrics.js';
+export { type AuxPenaltyMode, COMPONENT_MAX, type CodeRewardOptions, type CodeRewardResult, codeReward } from './reward.js';
+
+export interface CodingEnvOptions {
+  /** Runs every reward, diagnostic and baseline program (default: a new sandbox with default limits). */
+  sandbox?: PythonSandbox;
+  /** 2 (aux + main, default) or 1 (one model writes the entry point alone). */
+  numAgents?: 1 | 2;
+  reward?: CodeRewardOptions;
+  /** Turn-2+ prompts (default mode level_feedback). */
+  feedback?: FeedbackOptions;
+}
+
+/** Later turns receive complete prompts from the transition and use them as they are. */
+const firstTurn =
+  (format: (item: CodingItem) => string): Formatter<CodingItem> =>
+  (item, external) =>
+    external ?? format(item);
+
+function codingEnvironment(
+  spec: { name: string; description: string; splits: () => { train: CodingItem[]; eval: CodingItem[] } },
+  opts: CodingEnvOptions,
+): Environment<CodingItem> {
+  const sandbox = opts.sandbox ?? new PythonSandbox();
+  const numAgents = opts.numAgents ?? 2;
+  if (numAgents !== 1 && numAgents !== 2) throw new Error(`numAgents: got ${JSON.stringify(numAgents)}, expected 1 or 2`);
+  let cached: { train: CodingItem[]; eval: CodingItem[] } | null = null;
+  const splits = () => {
+    cached ??= spec.splits();
+    return { train: [...cached.train], eval: [...cached.eval] };
+  };
+  return {
+    name: spec.name,
+    description: spec.description,
+    numAgents,
+    defaultSplits: splits,
+    task(split = {}): Task<CodingItem> {
+      return {
+        name: spec.name,
+        dataset: split.train ?? splits().train,
+        evalDataset: split.eval ?? splits().eval,
+        formatters: numAgents === 2 ? [firstTurn(auxPrompt), firstTurn(mainPrompt)] : [firstTurn(singleAgentPrompt)],
+        reward: async ({ completions, item }) => {
+          if (completions.length !== numAgents) throw new Error(`the ${spec.name} reward scores ${numAgents} agent(s), got ${completions.length}`);
+          const [auxText, mainText] = numAgents === 2 ? completions : ['', completions[0]];
+          const r = await codeReward({ auxText, mainText, test: item.test, entryPoint: item.entry_point, prompt: item.prompt }, sandbox, opts.reward);
+          return { reward: r.reward, components: { ...r.components } };
+        },
+        transition: codingTransition(sandbox, numAgents, { thinWrapper: opts.reward?.thinWrapper, ...opts.feedback }),
+        // Trainer eval episodes carry no timing or token counts: only the reward table and pass@k.
+        evalMetrics: (episodes) => {
+          const table = codingMetrics(episodeResults(episodes));
+          delete table.response_s;
+          delete table.output_tokens;
+          return table;
+        },
+      };
+    },
+    metrics: (episodes) => codingMetrics(episodes),
+    baselines: codingBaselines(sandbox, opts.reward),
+  };
+}
+
+/** HumanEval (164 problems, MIT) with the paper-era splits; `humanevalSplits().final` is test[133:]. */
+export function humanevalEnvironment(opts: CodingEnvOptions = {}): Environment<CodingItem> {
+  return codingEnvironment(
+    {
+      name: 'humaneval',
+      description: 'HumanEval: aux writes a helper, main the entry point (train test[33:133], eval test[:32])',
+      splits: () => {
+        const { train, eval: evalItems } = humanevalSplits();
+        return { train, eval: evalItems };
+      },
+    },
+    opts,
+  );
+}
+
+/** Generated problems that decompose into a helper and a main function (data/coding/coop-python.*). */
+export function coopPythonEnvironment(opts: CodingEnvOptions & { dataDir?: string } = {}): Environment<CodingItem> {
+  return codingEnvironment(
+    {
+      name: 'coop-python',
+      description: 'generated helper + main Python problems in HumanEval format, small enough for tiny models',
+      splits: () => loadCoopPython(opts.dataDir),
+    },
+    opts,
+  );
+}
+
+/** Any HumanEval-format JSONL file as training data, with an optional second file for evaluation. */
+export function codingEnvironmentFromJsonl(file: string, opts: CodingEnvOptions & { evalFile?: string; name?: string } = {}): Environment<CodingItem> {
+  return codingEnvironment(
+    {
+      name: opts.name ?? basename(file).replace(/\.jsonl(\.gz)?$/, ''),
+      description: `HumanEval-format problems from ${file}`,
+      splits: () => ({ train: loadCodingJsonl(file), eval: opts.evalFile ? loadCodingJsonl(opts.evalFile) : [] }),
+    },
+    opts,
+  );
+}
