@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS (as root), npm dependencies, the native
 # addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch]   (--with-torch: also python3-torch, for benchmarks/fixtures)
+#   bash scripts/setup.sh [--with-torch] [--with-browser]
+#     --with-torch:   also python3-torch, for benchmarks/fixtures
+#     --with-browser: also Debian's chromium, for the dashboard's browser test
 set -euo pipefail
+with_torch=""
+with_browser=""
+for arg in "$@"; do
+  case "$arg" in
+    --with-torch) with_torch=1 ;;
+    --with-browser) with_browser=1 ;;
+    *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 mkdir -p .stamps
 say() { [ -n "${MAGRPO_QUIET:-}" ] || echo "[setup] $*" >&2; }
@@ -28,8 +39,14 @@ if ! ls /usr/include/*/openblas-openmp/cblas.h >/dev/null 2>&1; then
 fi
 
 # 2. Optional: PyTorch for side-by-side benchmarks and fixture regeneration.
-if [ "${1:-}" = "--with-torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+if [ -n "$with_torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   apt_install python3-torch || say "python3-torch unavailable: benchmarks will run without PyTorch columns"
+fi
+
+# 2b. Optional: chromium for test/dashboard/browser.test.ts (driven by playwright-core, which
+#     downloads no browser of its own; the test is skipped without /usr/bin/chromium).
+if [ -n "$with_browser" ] && [ ! -x /usr/bin/chromium ]; then
+  apt_install chromium || say "chromium unavailable: the dashboard browser test will be skipped"
 fi
 
 # 3. npm dependencies (again when package.json or the lock file changes). `npm install`, not

@@ -2,7 +2,7 @@
 # The whole test suite: setup, lint, type-check, layering rule, then every test file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --with-browser
 echo "== lint (biome)"
 npx biome check --diagnostic-level=error .
 echo "== typecheck (tsc --noEmit)"

@@ -1,10 +1,20 @@
 #!/usr/bin/env node
 /** The `magrpo` command line. Each subcommand lives in its own module; this file only wires them. */
 import { Command } from 'commander';
+import { registerDashboard } from './dashboard.js';
+import { registerEval } from './eval.js';
+import { registerInit } from './init.js';
 import { registerSample } from './sample.js';
+import { registerSchema } from './schema.js';
+import { registerTrain } from './train.js';
 
 const program = new Command();
 program.name('magrpo').description('Train teams of language models to cooperate with multi-agent RL (MAGRPO), on CPU.').version('0.1.0').showHelpAfterError();
+registerTrain(program);
+registerEval(program);
+registerDashboard(program);
+registerInit(program);
+registerSchema(program);
 registerSample(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -144,6 +144,8 @@ export class MAGRPOTrainer<Item> {
         if (c.eval_interval > 0 && this.index % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
         await this.trainStep(data[this.index], this.index);
         this.items++;
+        // Model work is synchronous: let signals (Ctrl-C) and the dashboard's requests through.
+        await new Promise((resolve) => setImmediate(resolve));
         this.opts.onItem?.({ epoch: this.epoch, index: this.index, items: this.items, totalItems: data.length * c.num_train_epochs, envStep: this.envStep });
         if (c.output_dir && c.save_steps > 0 && this.items % c.save_steps === 0) await this.checkpoint({ epoch: this.epoch, index: this.index + 1 });
       }

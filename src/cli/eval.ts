@@ -1,0 +1,83 @@
+/** `magrpo eval <config | run-dir>`: the paper's table for a team and the environment's baselines. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { formatTable } from '../envs/run.js';
+import { LanguageModel } from '../model/pretrained.js';
+import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, writeEvalOutputs } from './evaluate.js';
+import { intOption } from './options.js';
+import { prepareRun } from './prepare.js';
+import { isQuiet } from './progress.js';
+import type { RunConfig } from './run-config.js';
+import { isRunDir, RUN_FILES, teamFolders } from './run-dir.js';
+
+export interface EvalFlags {
+  set?: string[];
+  baselines?: string;
+  json?: string;
+  csv?: string;
+  samplesPerItem?: number;
+  quiet?: boolean;
+}
+
+function parseBaselines(v: string | undefined): RunConfig['eval']['baselines'] | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'all' || v === 'none') return v;
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Evaluates a run's trained team (a run directory) or a config's untrained models, with baselines. */
+export async function evaluateTarget(target: string, flags: EvalFlags = {}): Promise<EvalReport> {
+  const run = await prepareRun(target, flags.set ?? []);
+  const trained = isRunDir(target);
+  const baselines = selectBaselines(run.env, parseBaselines(flags.baselines) ?? run.config.eval.baselines, flags.baselines ? '--baselines' : 'eval.baselines');
+  if (run.split.eval.length === 0) throw new Error(`${run.file}: the environment's eval split is empty`);
+  const base = run.models.map((m) => LanguageModel.load(m));
+  const team = trained
+    ? { method: 'magrpo', description: 'the trained team', models: loadTeamModels(teamFolders(target, run.models.length), run.models) }
+    : { method: 'untrained team', description: 'the configured models before training', models: base };
+  const report = await evaluateMethods({
+    env: run.env,
+    items: run.split.eval,
+    team,
+    baselines,
+    baseModels: base,
+    sampling: inferenceSampling(run.config.eval, run.trainer),
+    samplesPerItem: flags.samplesPerItem ?? run.config.eval.samples_per_item,
+    numTurns: run.trainer.num_turns,
+    quiet: isQuiet(flags.quiet),
+  });
+  if (trained) writeFileSync(join(target, RUN_FILES.eval), `${JSON.stringify(report, null, 2)}\n`);
+  writeEvalOutputs(report, flags);
+  return report;
+}
+
+export function registerEval(program: Command): void {
+  program
+    .command('eval')
+    .description("Evaluate a trained run (or a config's untrained models) and the environment's baselines on the eval split")
+    .argument('<target>', 'a run directory (its final agents) or a config file (its models, untrained)')
+    .option('--baselines <which>', 'all, none, or comma-separated baseline names (default: eval.baselines)')
+    .option('--samples-per-item <k>', 'episodes per eval item (pass@k needs k)', intOption(1))
+    .option('--json <file>', 'also write the table as JSON')
+    .option('--csv <file>', 'also write the table as CSV')
+    .option('--set <key=value...>', 'override a config key (repeatable)', (v: string, acc: string[] = []) => [...acc, v])
+    .option('-q, --quiet', 'no progress bar')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  magrpo eval runs/tldr-g8                           # trained team vs every baseline
+  magrpo eval configs/humaneval.yaml --baselines none --samples-per-item 5
+  magrpo eval runs/tldr-g8 --baselines single_agent,naive_parallel --csv table.csv
+
+A run directory's result is also saved as its eval.json (the dashboard draws baselines from it).`,
+    )
+    .action(async (target: string, flags: EvalFlags) => {
+      const report = await evaluateTarget(target, flags);
+      process.stdout.write(`${formatTable(report.rows)}\n`);
+    });
+}

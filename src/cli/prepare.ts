@@ -1,0 +1,53 @@
+/**
+ * From a config file (or a run directory's resolved config) to everything a command needs: the
+ * validated config, the environment and its splits, one model folder per agent and the resolved
+ * trainer config. Input paths in a config file are relative to that file.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { Environment } from '../envs/environment.js';
+import { envEntry } from '../envs/registry.js';
+import { type MagrpoConfig, resolveConfig } from '../rl/config.js';
+import { loadRunConfig } from './config-file.js';
+import type { RunConfig } from './run-config.js';
+import { RUN_FILES } from './run-dir.js';
+import { loadEnvironment, splits } from './user-env.js';
+
+export interface PreparedRun {
+  /** The config file read. */
+  file: string;
+  /** The config with absolute input paths and the resolved trainer section. */
+  config: RunConfig;
+  env: Environment<unknown>;
+  split: { train: unknown[]; eval: unknown[] };
+  /** One model folder per agent. */
+  models: string[];
+  trainer: MagrpoConfig;
+}
+
+/** A config file, or a run directory (its config.yaml). */
+export function configFileOf(target: string): string {
+  return existsSync(target) && statSync(target).isDirectory() ? join(target, RUN_FILES.config) : target;
+}
+
+export async function prepareRun(target: string, sets: readonly string[] = []): Promise<PreparedRun> {
+  const file = configFileOf(target);
+  const { config, raw } = loadRunConfig(file, sets);
+  const base = dirname(resolve(file));
+  const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const env = await loadEnvironment(config.env, base);
+  const explicitN = (raw.trainer as { num_agents?: number } | undefined)?.num_agents;
+  const numAgents = config.models?.length ?? explicitN ?? env.numAgents;
+  const models = config.models ? config.models.map(abs) : new Array<string>(numAgents).fill(abs(config.model as string));
+  const trainer = resolveConfig({ ...config.trainer, num_agents: models.length }, `${file} (trainer)`);
+  const options = { ...config.env.options };
+  for (const key of (config.env.name && envEntry(config.env.name)?.pathOptions) || [])
+    if (typeof options[key] === 'string') options[key] = abs(options[key] as string);
+  const resolved: RunConfig = {
+    ...config,
+    env: { ...config.env, options, ...(config.env.module ? { module: abs(config.env.module) } : {}) },
+    ...(config.model ? { model: abs(config.model) } : { models }),
+    trainer,
+  };
+  return { file, config: resolved, env, split: splits(env, config.env), models, trainer };
+}
