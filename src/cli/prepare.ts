@@ -11,7 +11,7 @@ import { type MagrpoConfig, resolveConfig } from '../rl/config.js';
 import { loadRunConfig } from './config-file.js';
 import type { RunConfig } from './run-config.js';
 import { RUN_FILES } from './run-dir.js';
-import { loadEnvironment, splits } from './user-env.js';
+import { loadEnvironment, promptFits, splits } from './user-env.js';
 
 export interface PreparedRun {
   /** The config file read. */
@@ -49,5 +49,6 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
     ...(config.model ? { model: abs(config.model) } : { models }),
     trainer,
   };
-  return { file, config: resolved, env, split: splits(env, config.env), models, trainer };
+  const keep = config.env.max_prompt_tokens === null ? undefined : promptFits(env, models, config.env.max_prompt_tokens);
+  return { file, config: resolved, env, split: splits(env, config.env, keep), models, trainer };
 }

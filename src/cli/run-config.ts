@@ -17,6 +17,10 @@ export const EnvSectionSchema = z.strictObject({
   options: z.record(z.string(), z.unknown()).default({}).describe("the environment's own options (see `magrpo schema`)"),
   train_size: posInt().nullable().default(null).describe('train on the first n items of the training split (null = all)'),
   eval_size: posInt().nullable().default(null).describe('evaluate on the first n items of the eval split (null = all)'),
+  max_prompt_tokens: posInt()
+    .nullable()
+    .default(null)
+    .describe("drop items whose prompt is longer than this for any agent (in that agent's tokens), before train_size/eval_size apply (null = keep all)"),
 });
 
 export const EvalSectionSchema = z.strictObject({

@@ -8,7 +8,8 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Environment, EpisodeResult } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
-import type { Task } from '../rl/task.js';
+import { TextTokenizer } from '../model/tokenizer.js';
+import { formattersFor, type Task } from '../rl/task.js';
 import type { RunConfig } from './run-config.js';
 
 /** A user module that does not export something usable; names the file and what was found. */
@@ -93,10 +94,20 @@ export function genericMetrics(episodes: readonly EpisodeResult[]): Record<strin
 }
 
 /** The environment's splits, cut to the config's train_size / eval_size. */
-export function splits(env: AnyEnv, section: RunConfig['env']): { train: unknown[]; eval: unknown[] } {
+export function splits(env: AnyEnv, section: RunConfig['env'], keep: (item: unknown) => boolean = () => true): { train: unknown[]; eval: unknown[] } {
   const s = env.defaultSplits();
+  const train = s.train.filter(keep);
+  const ev = s.eval.filter(keep);
   return {
-    train: section.train_size === null ? s.train : s.train.slice(0, section.train_size),
-    eval: section.eval_size === null ? s.eval : s.eval.slice(0, section.eval_size),
+    train: section.train_size === null ? train : train.slice(0, section.train_size),
+    eval: section.eval_size === null ? ev : ev.slice(0, section.eval_size),
   };
+}
+
+/** Keeps items whose prompt fits `maxTokens` for every agent, counted with that agent's tokenizer. */
+export function promptFits(env: AnyEnv, models: readonly string[], maxTokens: number): (item: unknown) => boolean {
+  const all = env.defaultSplits();
+  const formatters = formattersFor(env.task({ train: all.train, eval: all.eval }), models.length);
+  const tokenizers = models.map((m) => TextTokenizer.fromDir(m));
+  return (item) => formatters.every((f, i) => tokenizers[i].encode(f(item)).length <= maxTokens);
 }
