@@ -3,64 +3,29 @@
  * dataset, per-agent prompts and a joint reward made of named components), config.yaml pointing
  * at it, and a README. `magrpo train <name>/config.yaml` runs it as is.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 
-/** The model a scaffold trains by default: the shipped micro model, when present. */
-function shippedModel(): string | null {
+/** The magrpo package folder (from src/ under tsx, or dist/src/ when compiled). */
+function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  const micro = join(dir, 'models', 'micro');
+  return dir;
+}
+
+/** The model a scaffold trains by default: the shipped micro model, when present. */
+function shippedModel(): string | null {
+  const micro = join(packageRoot(), 'models', 'micro');
   return existsSync(micro) ? micro : null;
 }
 
-const ENV_TS = `/**
- * A cooperative two-agent task: agent 0 starts a sentence about a topic, agent 1 finishes it.
- * Neither sees the other's text; one joint reward scores the pair (MAGRPO trains both on it).
- * Edit the data, the prompts and the reward; \`magrpo train config.yaml\` picks the changes up.
- */
-import type { RewardInput, Task } from 'magrpo';
-
-interface Item {
-  topic: string;
+/** The example task, kept once in configs/custom/env.ts (which the repo also trains as an example). */
+function envTemplate(): string {
+  return readFileSync(join(packageRoot(), 'configs', 'custom', 'env.ts'), 'utf8');
 }
 
-const TOPICS = ['the sea', 'a whale', 'the ship', 'the storm', 'the harbour', 'the captain', 'a rope', 'the moon', 'the island', 'a lantern'];
-
-const words = (s: string) => s.toLowerCase().match(/[a-z']+/g) ?? [];
-
-/** Named reward parts, each in [0, 1]; the dashboard charts them separately. */
-const bothWrote = ({ completions }: RewardInput<Item>) => (completions.every((c) => words(c).length > 0) ? 1 : 0);
-const balanced = ({ completions }: RewardInput<Item>) => {
-  const [a, b] = completions.map((c) => words(c).length);
-  return Math.max(a, b) === 0 ? 0 : Math.min(a, b) / Math.max(a, b);
-};
-const onTopic = ({ completions, item }: RewardInput<Item>) => {
-  const key = words(item.topic).pop() ?? '';
-  return completions.filter((c) => words(c).includes(key)).length / completions.length;
-};
-
-export const task: Task<Item> = {
-  name: 'two-halves',
-  dataset: TOPICS.slice(0, 8).map((topic) => ({ topic })),
-  evalDataset: TOPICS.slice(8).map((topic) => ({ topic })),
-  // One prompt per agent, in agent order.
-  formatters: [
-    (item) => \`Write the first half of a sentence about \${item.topic}:\`,
-    (item) => \`Write the second half of a sentence about \${item.topic}:\`,
-  ],
-  // total = Σ weight · component; components are logged as turn_1/reward/<name>.
-  reward: [
-    { name: 'both_wrote', weight: 0.4, fn: bothWrote },
-    { name: 'balanced', weight: 0.3, fn: balanced },
-    { name: 'on_topic', weight: 0.3, fn: onTopic },
-  ],
-};
-
-export default task;
-`;
 
 function configYaml(model: string): string {
   return `# Train with:  magrpo train config.yaml      (paths below are relative to this file)
@@ -118,7 +83,7 @@ export function scaffold(target: string, model?: string): string {
   mkdirSync(dir, { recursive: true });
   const m = model ?? shippedModel();
   const modelLine = m ? JSON.stringify(relative(dir, resolve(m)) || '.') : './path/to/model   # a Hugging Face-format model folder';
-  writeFileSync(join(dir, 'env.ts'), ENV_TS);
+  writeFileSync(join(dir, 'env.ts'), envTemplate());
   writeFileSync(join(dir, 'config.yaml'), configYaml(modelLine));
   writeFileSync(join(dir, 'README.md'), readme(basename(dir)));
   return dir;
