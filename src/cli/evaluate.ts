@@ -36,6 +36,8 @@ export function inferenceSampling(ev: RunConfig['eval'], t: MagrpoConfig): Infer
     topP: ev.top_p ?? t.top_p,
     topK: ev.top_k ?? t.top_k,
     seed: ev.seed,
+    // Baselines' prompts (instructions plus another agent's text) can outgrow small contexts.
+    truncate: 'left',
   };
 }
 

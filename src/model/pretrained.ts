@@ -19,6 +19,11 @@ export interface TextSampleOptions {
   stopStrings?: readonly string[];
   /** Stop at the tokenizer's EOS tokens (default true). */
   stopAtEos?: boolean;
+  /**
+   * A prompt longer than the context minus maxNewTokens: 'none' (default) is an error; 'left'
+   * keeps its last tokens (and a leading BOS), as inference baselines truncate long inputs.
+   */
+  truncate?: 'none' | 'left';
   rng?: Rng | number;
 }
 
@@ -78,7 +83,13 @@ export class LanguageModel {
 
   /** Samples one completion per prompt, batched. */
   sample(prompts: readonly string[], opts: TextSampleOptions): TextSample[] {
-    const promptIds = prompts.map((p) => this.encode(p));
+    const budget = this.model.maxPositions - opts.maxNewTokens;
+    const promptIds = prompts.map((p) => {
+      const ids = this.encode(p);
+      if (opts.truncate !== 'left' || ids.length <= budget) return ids;
+      const bos = this.tokenizer.bosId !== null && ids[0] === this.tokenizer.bosId ? [ids[0]] : [];
+      return [...bos, ...ids.slice(ids.length - (budget - bos.length))];
+    });
     const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
     const out = generate(this.model, promptIds, {
       maxNewTokens: opts.maxNewTokens,

@@ -75,3 +75,16 @@ describeEachBackend('sampling', () => {
     assert.throws(() => generate(model, [[]], { maxNewTokens: 2 }), /empty/);
   });
 });
+
+describeEachBackend('prompt truncation', () => {
+  it("'left' keeps the prompt's end (and BOS) so prompt + new tokens fit; 'none' is an error", async () => {
+    const { LanguageModel } = await import('../../src/model/pretrained.js');
+    const lm = LanguageModel.load(DIR);
+    const long = 'word '.repeat(200);
+    assert.throws(() => lm.sample([long], { maxNewTokens: 8 }), /context/);
+    const [s] = lm.sample([long], { maxNewTokens: 8, truncate: 'left', temperature: 0 });
+    assert.equal(s.promptIds.length, lm.model.maxPositions - 8);
+    const full = lm.encode(long);
+    assert.deepEqual(s.promptIds.slice(-5), full.slice(-5));
+  });
+});
