@@ -26,7 +26,6 @@ function envTemplate(): string {
   return readFileSync(join(packageRoot(), 'configs', 'custom', 'env.ts'), 'utf8');
 }
 
-
 function configYaml(model: string): string {
   return `# Train with:  magrpo train config.yaml      (paths below are relative to this file)
 env:

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `magrpo` command line. Each subcommand lives in its own module; this file only wires them. */
 import { Command } from 'commander';
+import { registerBench } from './bench.js';
 import { registerDashboard } from './dashboard.js';
 import { registerDemo } from './demo.js';
 import { registerEval } from './eval.js';
@@ -19,6 +20,7 @@ registerDashboard(program);
 registerInit(program);
 registerSchema(program);
 registerSample(program);
+registerBench(program);
 registerPretrain(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -102,6 +102,64 @@ export interface Backend {
   softmaxBackward(rows: number, cols: number, y: FloatArray, yOff: number, gy: FloatArray, gyOff: number, gx: FloatArray, gxOff: number, scale: number): void;
 
   /**
+   * Scaled dot-product attention of every batch entry and head, with grouped key/value heads.
+   * q: [B, T, H, D]; k, v: [B, Smax, Hkv, D] of which keys [0, S) are used (a KV cache may be
+   * longer); query head h reads key/value head ⌊h·Hkv/H⌋ (H a multiple of Hkv). Per (b, h):
+   *   P[b, h] = softmax(scale · q_bh · k_bgᵀ) with the visibility rule of `softmax` (query t at
+   *   position pastLen + t; keyMask [B, Smax], 0 = padding key), written to P: [B, H, T, S];
+   *   out[b, :, h, :] = P[b, h] · v_bg, out: [B, T, H, D].
+   * With S = 0, out is all zeros.
+   */
+  attention(
+    B: number,
+    T: number,
+    S: number,
+    Smax: number,
+    H: number,
+    Hkv: number,
+    D: number,
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    P: FloatArray,
+    out: FloatArray,
+    keyMask: Uint8Array | null,
+    causal: boolean,
+    pastLen: number,
+    scale: number,
+  ): void;
+  /**
+   * Gradients of `attention` given P and the output gradient gOut [B, T, H, D], accumulated into
+   * gq [B, T, H, D] and gk, gv [B, Smax, Hkv, D] (rows ≥ S untouched); a null gradient is skipped.
+   * With dP = gOut_bh · v_bgᵀ and dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)):
+   *   gq_bh += dS · k_bg;   gk_bg += dSᵀ · q_bh;   gv_bg += P_bhᵀ · gOut_bh.
+   */
+  attentionBackward(
+    B: number,
+    T: number,
+    S: number,
+    Smax: number,
+    H: number,
+    Hkv: number,
+    D: number,
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    P: FloatArray,
+    gOut: FloatArray,
+    scale: number,
+    gq: FloatArray | null,
+    gk: FloatArray | null,
+    gv: FloatArray | null,
+  ): void;
+
+  /**
+   * Strided row copy: dst[dstOff + r·ldDst + j] = (or +=, with `accumulate`) src[srcOff + r·ldSrc + j]
+   * for r < rows, j < cols. ldSrc = 0 repeats one source row; src and dst must not overlap.
+   */
+  copy2d(rows: number, cols: number, src: FloatArray, srcOff: number, ldSrc: number, dst: FloatArray, dstOff: number, ldDst: number, accumulate: boolean): void;
+
+  /**
    * Per row r of logits [rows, V]: lse[r] = log Σ_v exp(logits[r,v]) and
    * logp[r] = logits[r, targets[r]] − lse[r]. Rows whose target is < 0 get logp 0 (ignored).
    */
@@ -188,6 +246,9 @@ export const KERNELS = [
   'reduceSum',
   'softmax',
   'softmaxBackward',
+  'attention',
+  'attentionBackward',
+  'copy2d',
   'logSoftmaxGather',
   'logSoftmaxGatherBackward',
   'entropy',

@@ -2,9 +2,9 @@
  * General tensor ops: elementwise arithmetic with broadcasting, matrix products, reductions and
  * shape ops. Each op's backward is the closure recorded right after its forward.
  */
-import type { BinaryOp, UnaryOp } from './backend.js';
+import type { BinaryOp, FloatArray, UnaryOp } from './backend.js';
 import { alloc, backend } from './runtime.js';
-import { accumulateReduced, broadcastShapes, broadcastStrides, needsGrad, numel, record, type Shape, Tensor } from './tensor.js';
+import { broadcastShapes, broadcastStrides, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
 
 // ---- elementwise ----------------------------------------------------------------------------
 
@@ -12,68 +12,53 @@ function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(a.shape, b.shape);
   const out = new Tensor(alloc(numel(shape)), shape);
   const be = backend();
-  be.binary(op, shape, a.data, broadcastStrides(a.shape, shape), b.data, broadcastStrides(b.shape, shape), out.data);
+  const sa = broadcastStrides(a.shape, shape);
+  const sb = broadcastStrides(b.shape, shape);
+  be.binary(op, shape, a.data, sa, b.data, sb, out.data);
   if (needsGrad(a, b)) {
     record(out, () => {
       const g = out.grad;
       if (g === null) return;
-      const full = rowMajor(shape);
-      // d(a op b)/da and /db as elementwise products, then reduced to each input's shape.
-      const ga = (src: Float64Array | Float32Array) => accumulateReduced(src, shape, a.ensureGrad(), a.shape);
-      const gb = (src: Float64Array | Float32Array) => accumulateReduced(src, shape, b.ensureGrad(), b.shape);
-      const sa = broadcastStrides(a.shape, shape);
-      const sb = broadcastStrides(b.shape, shape);
-      const tmp = alloc(g.length);
+      const full = rowMajorStrides(shape);
+      // d(a op b)/da and /db as elementwise products with g, each in a fresh buffer that passGrad
+      // hands down (or reduces over broadcast axes).
+      const times = (op2: BinaryOp, x: FloatArray, sx: number[]) => {
+        const tmp = alloc(g.length);
+        be.binary(op2, shape, g, full, x, sx, tmp);
+        return tmp;
+      };
       switch (op) {
-        case 'add':
-          if (a.requiresGrad) ga(g);
-          if (b.requiresGrad) gb(g);
+        case 'add': {
+          const taken = a.requiresGrad && passGrad(a, g, shape);
+          if (b.requiresGrad) passGrad(b, g, shape, !taken);
           break;
+        }
         case 'sub':
-          if (a.requiresGrad) ga(g);
+          if (a.requiresGrad) passGrad(a, g, shape);
           if (b.requiresGrad) {
-            tmp.set(g);
-            be.scale(tmp.length, -1, tmp);
-            gb(tmp);
+            const neg = g.slice();
+            be.scale(neg.length, -1, neg);
+            passGrad(b, neg, shape);
           }
           break;
         case 'mul':
-          if (a.requiresGrad) {
-            be.binary('mul', shape, g, full, b.data, sb, tmp);
-            ga(tmp);
-          }
-          if (b.requiresGrad) {
-            be.binary('mul', shape, g, full, a.data, sa, tmp);
-            gb(tmp);
-          }
+          if (a.requiresGrad) passGrad(a, times('mul', b.data, sb), shape);
+          if (b.requiresGrad) passGrad(b, times('mul', a.data, sa), shape);
           break;
         case 'div':
           // d(a/b)/da = 1/b;  d(a/b)/db = −out/b
-          if (a.requiresGrad) {
-            be.binary('div', shape, g, full, b.data, sb, tmp);
-            ga(tmp);
-          }
+          if (a.requiresGrad) passGrad(a, times('div', b.data, sb), shape);
           if (b.requiresGrad) {
-            be.binary('mul', shape, g, full, out.data, full, tmp);
+            const tmp = times('mul', out.data, full);
             be.binary('div', shape, tmp, full, b.data, sb, tmp);
             be.scale(tmp.length, -1, tmp);
-            gb(tmp);
+            passGrad(b, tmp, shape);
           }
           break;
       }
     });
   }
   return out;
-}
-
-function rowMajor(shape: Shape): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i];
-  }
-  return s;
 }
 
 export const add = (a: Tensor, b: Tensor): Tensor => binary('add', a, b);
@@ -110,7 +95,9 @@ export function scale(x: Tensor, c: number): Tensor {
   be.scale(out.size, c, out.data);
   if (needsGrad(x)) {
     record(out, () => {
-      if (out.grad !== null) be.axpy(x.size, c, out.grad, x.ensureGrad());
+      if (out.grad === null) return;
+      be.scale(out.size, c, out.grad);
+      passGrad(x, out.grad, x.shape);
     });
   }
   return out;
@@ -119,17 +106,19 @@ export function scale(x: Tensor, c: number): Tensor {
 // ---- matrix products ------------------------------------------------------------------------
 
 /**
- * Matrix product over the last two axes. a: [..., M, K]. b: [K, N] (shared by every batch entry,
- * e.g. a weight) or [..., K, N] with the same leading axes as a. With `transB`, b is stored
- * transposed ([N, K] or [..., N, K]), which is how HF Linear weights are laid out.
+ * Matrix product over the last two axes, plus an optional bias row. a: [..., M, K]. b: [K, N]
+ * (shared by every batch entry, e.g. a weight) or [..., K, N] with the same leading axes as a.
+ * With `transB`, b is stored transposed ([N, K] or [..., N, K]), which is how HF Linear weights
+ * are laid out. bias: [N], added to every output row (written first, then the GEMM adds onto it).
  */
-export function matmul(a: Tensor, b: Tensor, transB = false): Tensor {
+export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null = null): Tensor {
   if (a.shape.length < 2 || b.shape.length < 2) throw new Error('matmul: both operands need rank ≥ 2');
   const K = a.shape[a.shape.length - 1];
   const M = a.shape[a.shape.length - 2];
   const bK = transB ? b.shape[b.shape.length - 1] : b.shape[b.shape.length - 2];
   const N = transB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
   if (bK !== K) throw new Error(`matmul: inner dimensions differ, [${a.shape.join(', ')}] × [${b.shape.join(', ')}]${transB ? 'ᵀ' : ''}`);
+  if (bias !== null && bias.size !== N) throw new Error(`matmul: bias has ${bias.size} elements, the output has ${N} columns`);
   const batchShape = a.shape.slice(0, -2);
   const shared = b.shape.length === 2;
   if (!shared && b.shape.slice(0, -2).join() !== batchShape.join()) {
@@ -139,30 +128,37 @@ export function matmul(a: Tensor, b: Tensor, transB = false): Tensor {
   const out = new Tensor(alloc(batch * M * N), [...batchShape, M, N]);
   const be = backend();
   const ldb = transB ? K : N;
+  const beta = bias === null ? 0 : 1;
+  if (bias !== null) be.copy2d(batch * M, N, bias.data, 0, 0, out.data, 0, N, false);
   if (shared) {
     // One GEMM over all batch rows: [batch·M, K] × [K, N].
-    be.gemm(false, transB, batch * M, N, K, 1, a.data, 0, K, b.data, 0, ldb, 0, out.data, 0, N);
+    be.gemm(false, transB, batch * M, N, K, 1, a.data, 0, K, b.data, 0, ldb, beta, out.data, 0, N);
   } else {
-    for (let i = 0; i < batch; i++) be.gemm(false, transB, M, N, K, 1, a.data, i * M * K, K, b.data, i * K * N, ldb, 0, out.data, i * M * N, N);
+    for (let i = 0; i < batch; i++) be.gemm(false, transB, M, N, K, 1, a.data, i * M * K, K, b.data, i * K * N, ldb, beta, out.data, i * M * N, N);
   }
-  if (needsGrad(a, b)) {
+  if (needsGrad(a, b, bias)) {
     record(out, () => {
       const g = out.grad;
       if (g === null) return;
       const rows = shared ? batch * M : M;
       const reps = shared ? 1 : batch;
+      // A gradient seen for the first time is written (beta 0) rather than added onto zeros.
+      const betaA = a.grad === null ? 0 : 1;
+      const betaB = b.grad === null && b !== a ? 0 : 1;
       for (let i = 0; i < reps; i++) {
         const oa = i * M * K;
         const ob = shared ? 0 : i * K * N;
         const og = i * M * N;
         // dA = dC · opB(B)ᵀ
-        if (a.requiresGrad) be.gemm(false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, 1, a.ensureGrad(), oa, K);
+        if (a.requiresGrad) be.gemm(false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, betaA, a.ensureGrad(), oa, K);
         // dB = Aᵀ · dC   (or, stored transposed, dBᵀ = dCᵀ · A)
         if (b.requiresGrad) {
-          if (transB) be.gemm(true, false, N, K, rows, 1, g, og, N, a.data, oa, K, 1, b.ensureGrad(), ob, K);
-          else be.gemm(true, false, K, N, rows, 1, a.data, oa, K, g, og, N, 1, b.ensureGrad(), ob, N);
+          if (transB) be.gemm(true, false, N, K, rows, 1, g, og, N, a.data, oa, K, betaB, b.ensureGrad(), ob, K);
+          else be.gemm(true, false, K, N, rows, 1, a.data, oa, K, g, og, N, betaB, b.ensureGrad(), ob, N);
         }
       }
+      // dbias = Σ over rows of dC
+      if (bias?.requiresGrad) be.reduceSum(1, batch * M, N, g, bias.ensureGrad(), true);
     });
   }
   return out;
@@ -170,8 +166,7 @@ export function matmul(a: Tensor, b: Tensor, transB = false): Tensor {
 
 /** HF Linear: y = x · Wᵀ + bias, W stored [out, in]. */
 export function linear(x: Tensor, W: Tensor, bias?: Tensor | null): Tensor {
-  const y = matmul(x, W, true);
-  return bias ? add(y, bias) : y;
+  return matmul(x, W, true, bias ?? null);
 }
 
 // ---- reductions -----------------------------------------------------------------------------
@@ -209,13 +204,13 @@ export function sumAxis(x: Tensor, axis: number): Tensor {
   if (needsGrad(x)) {
     record(out, () => {
       if (out.grad === null) return;
-      accumulateReduced(expandAxis(out.grad, outer, len, inner), x.shape, x.ensureGrad(), x.shape);
+      passGrad(x, expandAxis(out.grad, outer, len, inner), x.shape);
     });
   }
   return out;
 }
 
-function expandAxis(g: Float32Array | Float64Array, outer: number, len: number, inner: number) {
+function expandAxis(g: FloatArray, outer: number, len: number, inner: number): FloatArray {
   const out = alloc(outer * len * inner);
   for (let o = 0; o < outer; o++) for (let l = 0; l < len; l++) out.set(g.subarray(o * inner, (o + 1) * inner), (o * len + l) * inner);
   return out;
@@ -231,7 +226,7 @@ export function reshape(x: Tensor, shape: readonly number[]): Tensor {
   const out = new Tensor(x.data, resolved);
   if (needsGrad(x)) {
     record(out, () => {
-      if (out.grad !== null) backend().axpy(x.size, 1, out.grad, x.ensureGrad());
+      if (out.grad !== null) passGrad(x, out.grad, x.shape);
     });
   }
   return out;
@@ -243,13 +238,11 @@ export function sliceLast(x: Tensor, start: number, len: number): Tensor {
   if (start < 0 || start + len > C) throw new Error(`sliceLast: [${start}, ${start + len}) is outside an axis of ${C}`);
   const rows = x.size / C;
   const out = new Tensor(alloc(rows * len), [...x.shape.slice(0, -1), len]);
-  for (let r = 0; r < rows; r++) out.data.set(x.data.subarray(r * C + start, r * C + start + len), r * len);
+  const be = backend();
+  be.copy2d(rows, len, x.data, start, C, out.data, 0, len, false);
   if (needsGrad(x)) {
     record(out, () => {
-      const g = out.grad;
-      if (g === null) return;
-      const gx = x.ensureGrad();
-      for (let r = 0; r < rows; r++) for (let j = 0; j < len; j++) gx[r * C + start + j] += g[r * len + j];
+      if (out.grad !== null) be.copy2d(rows, len, out.grad, 0, len, x.ensureGrad(), start, C, true);
     });
   }
   return out;
@@ -262,25 +255,14 @@ export function concatLast(parts: Tensor[]): Tensor {
   const C = widths.reduce((p, w) => p + w, 0);
   const rows = numel(lead);
   const out = new Tensor(alloc(rows * C), [...lead, C]);
-  let off = 0;
-  for (const [k, p] of parts.entries()) {
-    const w = widths[k];
-    for (let r = 0; r < rows; r++) out.data.set(p.data.subarray(r * w, (r + 1) * w), r * C + off);
-    off += w;
-  }
+  const be = backend();
+  const offsets = widths.map((_, k) => widths.slice(0, k).reduce((p, w) => p + w, 0));
+  for (const [k, p] of parts.entries()) be.copy2d(rows, widths[k], p.data, 0, widths[k], out.data, offsets[k], C, false);
   if (needsGrad(...parts)) {
     record(out, () => {
       const g = out.grad;
       if (g === null) return;
-      let o = 0;
-      for (const [k, p] of parts.entries()) {
-        const w = widths[k];
-        if (p.requiresGrad) {
-          const gp = p.ensureGrad();
-          for (let r = 0; r < rows; r++) for (let j = 0; j < w; j++) gp[r * w + j] += g[r * C + o + j];
-        }
-        o += w;
-      }
+      for (const [k, p] of parts.entries()) if (p.requiresGrad) be.copy2d(rows, widths[k], g, offsets[k], C, p.ensureGrad(), 0, widths[k], true);
     });
   }
   return out;
@@ -290,17 +272,14 @@ export function concatLast(parts: Tensor[]): Tensor {
 export function gatherRows(x: Tensor, rows: Int32Array): Tensor {
   const C = x.shape[x.shape.length - 1];
   const N = x.size / C;
+  for (const r of rows) if (r < 0 || r >= N) throw new Error(`gatherRows: row ${r} is outside [0, ${N})`);
   const out = new Tensor(alloc(rows.length * C), [rows.length, C]);
-  for (const [i, r] of rows.entries()) {
-    if (r < 0 || r >= N) throw new Error(`gatherRows: row ${r} is outside [0, ${N})`);
-    out.data.set(x.data.subarray(r * C, (r + 1) * C), i * C);
-  }
+  // A row gather is an embedding lookup with x as the table; its backward the scatter-add.
+  const be = backend();
+  be.embedding(rows.length, C, rows, x.data, out.data);
   if (needsGrad(x)) {
     record(out, () => {
-      const g = out.grad;
-      if (g === null) return;
-      const gx = x.ensureGrad();
-      for (const [i, r] of rows.entries()) for (let c = 0; c < C; c++) gx[r * C + c] += g[i * C + c];
+      if (out.grad !== null) be.embeddingBackward(rows.length, C, rows, out.grad, x.ensureGrad());
     });
   }
   return out;

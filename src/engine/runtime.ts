@@ -6,6 +6,7 @@
 import type { Backend, FloatArray } from './backend.js';
 import { loadNativeBackend } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
+import { profiled } from './profile.js';
 
 export type BackendName = 'native' | 'reference';
 export type DType = 'float32' | 'float64';
@@ -24,9 +25,9 @@ export function setBackend(name: BackendName): Backend {
   }
   const threads = Number(process.env.MAGRPO_NUM_THREADS ?? '');
   if (Number.isInteger(threads) && threads > 0) chosen.setNumThreads(threads);
-  if (Number(process.env.MAGRPO_DEBUG ?? 0) >= 1) {
-    process.stderr.write(`[magrpo] backend=${chosen.name} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
-  }
+  const debug = Number(process.env.MAGRPO_DEBUG ?? 0);
+  if (debug >= 1) process.stderr.write(`[magrpo] backend=${chosen.name} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
+  if (debug >= 2) chosen = profiled(chosen);
   active = chosen;
   return chosen;
 }

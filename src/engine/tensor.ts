@@ -5,9 +5,13 @@
  * that would need other strides are materialised by an op). Every op that has an input with
  * `requiresGrad` pushes one closure on the tape; `backward(loss)` runs the tape in reverse. The
  * closure of an op sits next to its forward in the op's source file.
+ *
+ * Gradient buffers of intermediate tensors may be handed down to an input (`passGrad`) instead
+ * of copied, so after backward only the gradients of leaves (parameters, inputs) are meaningful,
+ * as in PyTorch without `retain_grad`.
  */
 import type { FloatArray } from './backend.js';
-import { alloc, backend } from './runtime.js';
+import { alloc, backend, getDType } from './runtime.js';
 
 export type Shape = readonly number[];
 
@@ -51,9 +55,9 @@ export class Tensor {
     return rowMajorStrides(this.shape);
   }
 
-  /** The gradient buffer, zero-allocated if needed. */
+  /** The gradient buffer, zero-filled if new (a spare one from this backward pass when possible). */
   ensureGrad(): FloatArray {
-    if (this.grad === null) this.grad = alloc(this.data.length);
+    if (this.grad === null) this.grad = takeSpare(this.data.length) ?? alloc(this.data.length);
     return this.grad;
   }
 
@@ -93,7 +97,7 @@ export function tensor(values: ArrayLike<number>, shape: Shape = [values.length]
 
 type Backward = () => void;
 
-let tape: Backward[] = [];
+let tape: { out: Tensor; fn: Backward }[] = [];
 let gradEnabled = true;
 
 /** True when an op on these inputs must record its backward. */
@@ -106,7 +110,7 @@ export function needsGrad(...inputs: (Tensor | null | undefined)[]): boolean {
 /** Records the backward of an op whose output is `out`; marks `out` as requiring grad. */
 export function record(out: Tensor, fn: Backward): void {
   out.requiresGrad = true;
-  tape.push(fn);
+  tape.push({ out, fn });
 }
 
 /** Runs `fn` without recording anything (sampling, evaluation, reference models). */
@@ -129,6 +133,11 @@ export function isGradEnabled(): boolean {
  * into `.grad` of every tensor that requires it. A scalar `out` is seeded with 1 (or `grad`);
  * a non-scalar one needs its output gradient `grad` (like torch's `tensor.backward(gradient)`).
  * The tape is cleared afterwards, releasing the saved activations.
+ *
+ * Once an op's backward has run, its output's gradient is used up (every later use of the output
+ * came earlier in the reverse pass): unless an input took the buffer over (passGrad), it becomes a
+ * spare that the next ensureGrad of the same length reuses, so a pass allocates about one layer's
+ * worth of gradients instead of all of them. Spares are dropped when the pass ends.
  */
 export function backward(out: Tensor, grad?: number | FloatArray): void {
   if (!out.requiresGrad) throw new Error('backward(): the output does not depend on any tensor that requires grad');
@@ -140,9 +149,39 @@ export function backward(out: Tensor, grad?: number | FloatArray): void {
     if (out.size !== 1) throw new Error(`backward(): a non-scalar output [${out.shape.join(', ')}] needs an explicit gradient`);
     g[0] += grad ?? 1;
   }
-  const fns = tape;
+  const entries = tape;
   tape = [];
-  for (let i = fns.length - 1; i >= 0; i--) fns[i]();
+  try {
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const { out, fn } = entries[i];
+      taken = [];
+      fn();
+      const used = out.grad;
+      out.grad = null;
+      if (used !== null && !taken.includes(used)) addSpare(used);
+    }
+  } finally {
+    spares.clear();
+  }
+}
+
+// ---- spare gradient buffers of the running backward pass -----------------------------------
+
+const spares = new Map<number, FloatArray[]>();
+/** Buffers passGrad handed to an input during the current op's backward. */
+let taken: FloatArray[] = [];
+
+function addSpare(buf: FloatArray): void {
+  const list = spares.get(buf.length);
+  if (list) list.push(buf);
+  else spares.set(buf.length, [buf]);
+}
+
+/** A zeroed spare of length n and the active float type, or null. */
+function takeSpare(n: number): FloatArray | null {
+  const buf = spares.get(n)?.pop();
+  if (buf === undefined || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
+  return buf.fill(0);
 }
 
 /** Drops everything recorded (e.g. after a forward whose loss is not needed). */
@@ -180,6 +219,24 @@ export function broadcastStrides(shape: Shape, to: Shape): number[] {
     out[j] = shape[i] === 1 && to[j] !== 1 ? 0 : s[i];
   }
   return out;
+}
+
+/**
+ * Adds an op's output gradient `g` (shape `from`) into the gradient of input `t`, reducing over
+ * broadcast axes. When `t` has no gradient yet and the shapes match, `g` itself becomes t's
+ * gradient: the output's gradient is complete when its op's backward runs (every later use of
+ * the output came later on the tape), so the buffer can be handed down instead of copied. A
+ * buffer can be handed to one input only: pass `owned = false` once it has been taken (a copy
+ * is made instead). Returns whether `g` was taken.
+ */
+export function passGrad(t: Tensor, g: FloatArray, from: Shape, owned = true): boolean {
+  if (t.grad === null && g.length === t.size) {
+    t.grad = owned ? g : g.slice();
+    if (owned) taken.push(g);
+    return owned;
+  }
+  accumulateReduced(g, from, t.ensureGrad(), t.shape);
+  return false;
 }
 
 /**

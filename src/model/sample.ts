@@ -85,11 +85,7 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
     for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
       const rows = active.length;
       const lp = rowLogprobs(rows, V, logits);
-      const chosen = new Int32Array(rows);
-      for (let r = 0; r < rows; r++) {
-        const row = logits.subarray(r * V, (r + 1) * V);
-        chosen[r] = temperature === 0 ? argmax(row) : sampleRow(row, temperature, topK, topP, rng);
-      }
+      const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, rng);
       const still: number[] = [];
       for (let r = 0; r < rows; r++) {
         const s = active[r];
@@ -138,54 +134,66 @@ function rowLogprobs(rows: number, V: number, logits: FloatArray): FloatArray {
   return lse;
 }
 
-function argmax(row: FloatArray): number {
-  let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-  return best;
+/** The most likely token of each row (the lower id on ties). */
+function argmaxRows(rows: number, V: number, logits: FloatArray): Int32Array {
+  const idx = new Int32Array(rows);
+  backend().topk(rows, V, logits, 1, alloc(rows), idx);
+  return idx;
 }
 
-/** Temperature, then top-k, then top-p, then one categorical draw. */
-function sampleRow(row: FloatArray, temperature: number, topK: number | null, topP: number, rng: Rng): number {
-  const V = row.length;
+/** One token per row: temperature, then top-k, then top-p, then one categorical draw (one rng draw per row). */
+function sampleRows(rows: number, V: number, logits: FloatArray, temperature: number, topK: number | null, topP: number, rng: Rng): Int32Array {
+  const chosen = new Int32Array(rows);
   const k = topK && topK > 0 ? Math.min(topK, V) : topP < 1 ? V : 0;
-  let cand: Int32Array;
-  let vals: FloatArray;
-  if (k > 0) {
-    vals = alloc(k);
-    cand = new Int32Array(k);
-    backend().topk(1, V, row, k, vals, cand);
-  } else {
-    vals = row;
-    cand = Int32Array.from({ length: V }, (_, i) => i);
+  if (k === 0) {
+    // The whole vocabulary: softmax(logits / temperature) in one kernel call, then an inverse-CDF draw.
+    const probs = alloc(rows * V);
+    backend().softmax(rows, V, logits, 0, probs, 0, 1 / temperature, false, 0, null, 0);
+    for (let r = 0; r < rows; r++) chosen[r] = drawIndex(probs, r * V, V, rng.next());
+    return chosen;
   }
-  // Probabilities of the candidates at this temperature (max-subtracted for stability).
-  const n = cand.length;
-  let max = -Infinity;
-  for (let i = 0; i < n; i++) max = Math.max(max, vals[i]);
-  const probs = new Float64Array(n);
-  let sum = 0;
-  for (let i = 0; i < n; i++) {
-    probs[i] = Math.exp((vals[i] - max) / temperature);
-    sum += probs[i];
-  }
-  let keep = n;
-  if (topP < 1) {
-    // Candidates are sorted by descending logit: keep the shortest prefix reaching topP.
-    let acc = 0;
-    for (let i = 0; i < n; i++) {
-      acc += probs[i] / sum;
-      if (acc >= topP) {
-        keep = i + 1;
-        break;
+  // Candidates sorted by descending logit; their probabilities at this temperature (max-subtracted).
+  const vals = alloc(rows * k);
+  const cand = new Int32Array(rows * k);
+  backend().topk(rows, V, logits, k, vals, cand);
+  const probs = new Float64Array(k);
+  for (let r = 0; r < rows; r++) {
+    const max = vals[r * k];
+    let keep = k;
+    let sum = 0;
+    for (let i = 0; i < k; i++) {
+      probs[i] = Math.exp((vals[r * k + i] - max) / temperature);
+      sum += probs[i];
+    }
+    if (topP < 1) {
+      // Keep the shortest prefix reaching topP.
+      let acc = 0;
+      for (let i = 0; i < k; i++) {
+        acc += probs[i];
+        if (acc >= topP * sum) {
+          keep = i + 1;
+          break;
+        }
       }
     }
-    sum = 0;
-    for (let i = 0; i < keep; i++) sum += probs[i];
+    let total = 0;
+    for (let i = 0; i < keep; i++) total += probs[i];
+    for (let i = 0; i < keep; i++) probs[i] /= total;
+    chosen[r] = cand[r * k + drawIndex(probs, 0, keep, rng.next())];
   }
-  let u = rng.next() * sum;
-  for (let i = 0; i < keep; i++) {
-    u -= probs[i];
-    if (u < 0) return cand[i];
+  return chosen;
+}
+
+/** The first i with p[off] + … + p[off + i] > u, for probabilities p summing to ~1; rounding past the end picks the last nonzero one. */
+function drawIndex(p: ArrayLike<number>, off: number, n: number, u: number): number {
+  let acc = 0;
+  let last = 0;
+  for (let i = 0; i < n; i++) {
+    const pi = p[off + i];
+    if (pi === 0) continue;
+    acc += pi;
+    last = i;
+    if (u < acc) return i;
   }
-  return cand[keep - 1];
+  return last;
 }

@@ -5,7 +5,7 @@
 import type { FloatArray } from '../engine/backend.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
-import { alloc } from '../engine/runtime.js';
+import { alloc, backend } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
 import type { ModelConfig } from './config.js';
 
@@ -55,11 +55,10 @@ export class KVCache {
     const [B, T, Hkv, D] = k.shape;
     if (this.len + T > this.maxLen) throw new Error(`KV cache overflow: ${this.len} + ${T} > ${this.maxLen}`);
     const row = Hkv * D;
-    for (let b = 0; b < B; b++) {
-      const dst = (b * this.maxLen + this.len) * row;
-      this.k[layer].data.set(k.data.subarray(b * T * row, (b + 1) * T * row), dst);
-      this.v[layer].data.set(v.data.subarray(b * T * row, (b + 1) * T * row), dst);
-    }
+    // B blocks of T·row values, one per batch row, at offset len·row of each [maxLen·row] cache row.
+    const be = backend();
+    be.copy2d(B, T * row, k.data, 0, T * row, this.k[layer].data, this.len * row, this.maxLen * row, false);
+    be.copy2d(B, T * row, v.data, 0, T * row, this.v[layer].data, this.len * row, this.maxLen * row, false);
   }
 
   /** Records the padding mask of T new tokens (before the layers run). */
@@ -154,7 +153,7 @@ export abstract class CausalLM {
   protected proj(x: Tensor, name: string, layout: 'linear' | 'conv1d' = 'linear'): Tensor {
     const W = this.param(`${name}.weight`);
     const b = this.params.get(`${name}.bias`) ?? null;
-    let y = layout === 'linear' ? linear(x, W, b) : b ? add(matmul(x, W), b) : matmul(x, W);
+    let y = layout === 'linear' ? linear(x, W, b) : matmul(x, W, false, b);
     const ad = this.lora.get(name);
     if (ad) y = add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale));
     return y;

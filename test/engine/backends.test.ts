@@ -61,7 +61,7 @@ function compare(kernel: Kernel, args: Arg[], outputs: number[], tol: Tol = TOL,
   for (const i of outputs) assertClose(n[i] as Float32Array, r[i] as Float32Array, tol, `${what} arg ${i}`);
 }
 
-const SIZES = [1, 3, 17, 33, 65, 127, 40000];
+const SIZES = [1, 3, 17, 33, 65, 127, 140000]; // the last one takes the threaded paths (≥ 2^17 elements)
 
 describe('native backend matches the reference', () => {
   it('has every kernel of KERNELS and the thread controls', () => {
@@ -77,6 +77,9 @@ describe('native backend matches the reference', () => {
       [33, 65, 1],
       [65, 127, 17],
       [128, 96, 200],
+      [5, 300, 37], // few rows: the decode-time kernel of x · Wᵀ
+      [8, 64, 700],
+      [8, 300, 900], // threaded
       [0, 3, 4],
       [3, 4, 0],
     ];
@@ -117,8 +120,8 @@ describe('native backend matches the reference', () => {
       [[3, 17, 5], [1, 3, 51], [5, 0, 1], 255, 15], // a is a transposed [5,17,3] buffer
       [[3, 1, 33], [33, 33, 1], [1, 0, 0], 99, 3],
       [[4, 0, 3], [0, 3, 1], [0, 3, 1], 0, 0],
-      [[200, 257], [257, 1], [0, 1], 200 * 257, 257],
-      [[200, 257], [1, 200], [1, 0], 200 * 257, 200],
+      [[600, 257], [257, 1], [0, 1], 600 * 257, 257],
+      [[600, 257], [1, 600], [1, 0], 600 * 257, 600],
     ];
     for (const op of BINARY_OPS) {
       for (const [shape, as, bs, na, nb] of cases) {
@@ -156,7 +159,8 @@ describe('native backend matches the reference', () => {
       [5, 7, 300],
       [2, 1, 3],
       [4, 300, 40],
-      [1, 40000, 1],
+      [1, 140000, 1],
+      [2, 600, 257],
     ]) {
       for (const acc of [false, true]) {
         compare('reduceSum', [outer, len, inner, uniform(outer * len * inner), uniform(outer * inner), acc], [4], TOL, `${outer}x${len}x${inner}`);
@@ -170,7 +174,7 @@ describe('native backend matches the reference', () => {
       [3, 17],
       [17, 33],
       [7, 127],
-      [300, 129],
+      [1100, 129],
     ]) {
       const [xOff, outOff, kmOff] = [3, 5, 2];
       const x = uniform(xOff + rows * cols, -6, 6);
@@ -187,12 +191,62 @@ describe('native backend matches the reference', () => {
     }
   });
 
+  it('attention and its backward: GQA, causal, padding and fully masked rows, KV-cache decode, null gradients', () => {
+    // [B, T, S, Smax, H, Hkv, D, pastLen]
+    const cases: [number, number, number, number, number, number, number, number][] = [
+      [1, 1, 1, 1, 1, 1, 1, 0],
+      [2, 5, 5, 5, 4, 2, 8, 0], // training: T = S
+      [3, 1, 9, 12, 6, 3, 16, 8], // decode: one query against a longer cache
+      [2, 4, 11, 16, 2, 1, 5, 7], // prefill after a cache of 7
+      [2, 64, 64, 64, 4, 4, 32, 0], // 2^21 multiply-adds: the threaded paths
+      [2, 3, 0, 4, 2, 2, 4, 0], // no keys
+    ];
+    for (const [B, T, S, Smax, H, Hkv, D, pastLen] of cases) {
+      const q = uniform(B * T * H * D, -2, 2);
+      const k = uniform(B * Smax * Hkv * D, -2, 2);
+      const v = uniform(B * Smax * Hkv * D);
+      const mask = new Uint8Array(B * Smax).map(() => (rand() < 0.8 ? 1 : 0));
+      mask.fill(0, 0, Smax); // batch row 0 has no visible key at all
+      const scale = 1 / Math.sqrt(D);
+      const tol = { rtol: 1e-4, atol: 1e-5 };
+      for (const causal of [false, true]) {
+        for (const km of [null, mask]) {
+          const label = `B${B} T${T} S${S}/${Smax} H${H}/${Hkv} D${D} past=${pastLen} causal=${causal} mask=${km !== null}`;
+          const P = new Float32Array(B * H * T * S);
+          const out = new Float32Array(B * T * H * D);
+          compare('attention', [B, T, S, Smax, H, Hkv, D, q, k, v, P.slice(), out.slice(), km, causal, pastLen, scale], [10, 11], tol, label);
+          ref.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, km, causal, pastLen, scale);
+          const gOut = uniform(B * T * H * D);
+          const grads = () => [uniform(B * T * H * D), uniform(B * Smax * Hkv * D), uniform(B * Smax * Hkv * D)];
+          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, ...grads()], [13, 14, 15], tol, label);
+          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, null, null, grads()[2]], [15], tol, `${label} gv only`);
+        }
+      }
+    }
+  });
+
+  it('copy2d: copy and accumulate, offsets, padded and zero source strides', () => {
+    // [rows, cols, ldSrc, ldDst]
+    for (const [rows, cols, ldSrc, ldDst] of [
+      [1, 1, 1, 1],
+      [3, 17, 20, 17],
+      [5, 7, 0, 9], // one source row repeated
+      [1100, 129, 140, 131],
+      [0, 5, 5, 5],
+    ]) {
+      for (const acc of [false, true]) {
+        const src = uniform(2 + Math.max(0, rows - 1) * ldSrc + cols);
+        compare('copy2d', [rows, cols, src, 2, ldSrc, uniform(3 + rows * ldDst), 3, ldDst, acc], [5], TOL, `${rows}x${cols} acc=${acc}`);
+      }
+    }
+  });
+
   it('logSoftmaxGather, its backward and entropy, with ignored targets', () => {
     for (const [rows, V] of [
       [1, 1],
       [3, 17],
       [5, 1000],
-      [40, 1031],
+      [140, 1031],
     ]) {
       const logits = uniform(rows * V, -10, 10);
       const targets = ints(rows, 0, V).map((t) => (rand() < 0.25 ? -1 : t));
@@ -211,7 +265,7 @@ describe('native backend matches the reference', () => {
       [1, 1],
       [3, 17],
       [7, 65],
-      [300, 127],
+      [1100, 127],
     ]) {
       const x = uniform(rows * C, -2, 2);
       const w = uniform(C, 0.5, 1.5);
@@ -239,7 +293,7 @@ describe('native backend matches the reference', () => {
       [1, 1, 2],
       [3, 2, 8],
       [5, 3, 64],
-      [200, 4, 64],
+      [600, 4, 64],
     ]) {
       const half = D / 2;
       const cos = new Float32Array(maxPos * half);
@@ -278,7 +332,7 @@ describe('native backend matches the reference', () => {
       [1, 1],
       [3, 17],
       [33, 65],
-      [400, 100],
+      [1400, 100],
     ]) {
       const ids = ints(n, 0, V);
       compare('embedding', [n, C, ids, uniform(V * C), uniform(n * C)], [4]);
@@ -314,8 +368,8 @@ describe('native backend threads', () => {
   it('setNumThreads changes getNumThreads and results do not depend on it', () => {
     const before = nat.getNumThreads();
     assert.ok(before >= 1);
-    const x = uniform(100000);
-    const y = uniform(100000);
+    const x = uniform(200000);
+    const y = uniform(200000);
     const outs = [1, 2].map((t) => {
       nat.setNumThreads(t);
       assert.equal(nat.getNumThreads(), t);
@@ -368,6 +422,11 @@ describe('native backend argument checks', () => {
     assert.throws(() => nat.binary('add', [2, 3], f(6), [3, 1], f(3), [0, 2], f(6)), { ...bad, message: /b has 3 elements, needs at least 5/ });
     assert.throws(() => nat.softmax(2, 3, f(6), 1, f(6), 0, 1, false, 0, null, 0), { ...bad, message: /x has 6/ });
     assert.throws(() => nat.topk(1, 4, f(4), 2, f(2), new Int32Array(1)), { ...bad, message: /idx has 1/ });
+    assert.throws(() => nat.attention(1, 2, 2, 2, 1, 1, 2, f(4), f(4), f(4), f(3), f(4), null, true, 0, 1), {
+      ...bad,
+      message: /P has 3 elements, needs at least 4/,
+    });
+    assert.throws(() => nat.copy2d(2, 3, f(5), 0, 3, f(6), 0, 3, true), { ...bad, message: /src has 5 elements, needs at least 6/ });
   });
 
   it('rejects bad sizes and indices', () => {
@@ -380,6 +439,11 @@ describe('native backend argument checks', () => {
     assert.throws(() => nat.logSoftmaxGather(1, 3, f(3), new Int32Array([3]), f(1), f(1)), { ...range, message: /targets\[0\] = 3/ });
     assert.throws(() => nat.rope(1, 1, 4, f(4), new Int32Array([1]), f(2), f(2), f(4)), { ...range, message: /positions\[0\] = 1/ });
     assert.throws(() => nat.rope(1, 1, 3, f(3), new Int32Array([0]), f(2), f(2), f(3)), { ...range, message: /D = 3 must be even/ });
+    const attn = (S: number, Smax: number, H: number, Hkv: number) =>
+      nat.attention(1, 1, S, Smax, H, Hkv, 2, f(2 * H), f(2 * Smax * Hkv), f(2 * Smax * Hkv), f(H * S), f(2 * H), null, true, 0, 1);
+    assert.throws(() => attn(3, 2, 1, 1), { ...range, message: /S = 3 is larger than Smax = 2/ });
+    assert.throws(() => attn(2, 2, 3, 2), { ...range, message: /H = 3 is not a multiple of Hkv = 2/ });
+    assert.throws(() => nat.copy2d(2, 3, f(6), 0, 3, f(6), 0, 2, false), { ...range, message: /ldDst = 2 is less than cols = 3/ });
   });
 
   it('NativeBackendUnavailable carries its code and names the reference backend', () => {

@@ -100,6 +100,30 @@ describe('op gradients vs finite differences (float64)', () => {
   });
 });
 
+describe('gradient buffers handed down and reused during backward', () => {
+  before(useFloat64Reference);
+  const r = prng(5);
+
+  it('a tensor used twice by one op or along two paths gets the sum of both gradients', () => {
+    const x = randTensor([3, 4], r);
+    const sq = randTensor([4, 4], r);
+    assert.ok(gradError([x], () => ops.add(x, x)) < TOL);
+    assert.ok(gradError([x], () => ops.sub(x, ops.scale(x, 0.5))) < TOL);
+    assert.ok(gradError([x], () => ops.mul(x, x)) < TOL);
+    assert.ok(gradError([sq], () => ops.matmul(sq, sq)) < TOL);
+    assert.ok(gradError([sq], () => ops.matmul(sq, sq, true)) < TOL);
+    // A residual stream: each block's output gradient is handed to the input it adds onto.
+    const w = randTensor([4, 4], r);
+    const bias = randTensor([4], r);
+    const residual = () => {
+      let h = x;
+      for (let i = 0; i < 3; i++) h = ops.add(h, ops.gelu(ops.linear(ops.reshape(h, [3, 4]), w, bias)));
+      return ops.add(h, ops.reshape(ops.sumAxis(h, 0), [1, 4]));
+    };
+    assert.ok(gradError([x, w, bias], residual) < TOL);
+  });
+});
+
 describe('clamp and minimum gradients', () => {
   before(useFloat64Reference);
   const r = prng(3);

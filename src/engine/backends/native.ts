@@ -46,6 +46,10 @@ export function loadNativeBackend(): Backend {
   if (!existsSync(file)) {
     throw new NativeBackendUnavailable(`native addon not built: ${file} is missing; run \`npm run build:native\` (needs libopenblas-dev).`, file);
   }
+  // libgomp reads OMP_WAIT_POLICY once, when the addon loads it. Its default spins idle threads
+  // before they sleep, and on a machine shared with other jobs a spinning or descheduled thread
+  // made two-thread runs 5-10x slower than one thread; passive threads sleep at once.
+  process.env.OMP_WAIT_POLICY ??= 'passive';
   let addon: NativeAddon;
   try {
     addon = createRequire(import.meta.url)(file) as NativeAddon;

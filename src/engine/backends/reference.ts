@@ -180,6 +180,71 @@ export const referenceBackend: Backend = {
     }
   },
 
+  attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, keyMask, causal, pastLen, scale) {
+    const group = H / Hkv;
+    const qAt = (b: number, t: number, h: number) => ((b * T + t) * H + h) * D;
+    const kAt = (b: number, s: number, g: number) => ((b * Smax + s) * Hkv + g) * D;
+    for (let b = 0; b < B; b++) {
+      for (let h = 0; h < H; h++) {
+        const g = Math.floor(h / group);
+        const pOff = (b * H + h) * T * S;
+        for (let t = 0; t < T; t++) {
+          for (let s = 0; s < S; s++) {
+            let dot = 0;
+            for (let d = 0; d < D; d++) dot += q[qAt(b, t, h) + d] * k[kAt(b, s, g) + d];
+            P[pOff + t * S + s] = dot;
+          }
+        }
+        referenceBackend.softmax(T, S, P, pOff, P, pOff, scale, causal, pastLen, keyMask, b * Smax);
+        for (let t = 0; t < T; t++) {
+          for (let d = 0; d < D; d++) {
+            let acc = 0;
+            for (let s = 0; s < S; s++) acc += P[pOff + t * S + s] * v[kAt(b, s, g) + d];
+            out[qAt(b, t, h) + d] = acc;
+          }
+        }
+      }
+    }
+  },
+  attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, gq, gk, gv) {
+    const group = H / Hkv;
+    const qAt = (b: number, t: number, h: number) => ((b * T + t) * H + h) * D;
+    const kAt = (b: number, s: number, g: number) => ((b * Smax + s) * Hkv + g) * D;
+    const dP = new Float64Array(S);
+    for (let b = 0; b < B; b++) {
+      for (let h = 0; h < H; h++) {
+        const g = Math.floor(h / group);
+        const pOff = (b * H + h) * T * S;
+        for (let t = 0; t < T; t++) {
+          const p = (s: number) => P[pOff + t * S + s];
+          let dot = 0;
+          for (let s = 0; s < S; s++) {
+            dP[s] = 0;
+            for (let d = 0; d < D; d++) dP[s] += gOut[qAt(b, t, h) + d] * v[kAt(b, s, g) + d];
+            dot += dP[s] * p(s);
+          }
+          for (let s = 0; s < S; s++) {
+            const dS = scale * p(s) * (dP[s] - dot);
+            for (let d = 0; d < D; d++) {
+              if (gq) gq[qAt(b, t, h) + d] += dS * k[kAt(b, s, g) + d];
+              if (gk) gk[kAt(b, s, g) + d] += dS * q[qAt(b, t, h) + d];
+              if (gv) gv[kAt(b, s, g) + d] += p(s) * gOut[qAt(b, t, h) + d];
+            }
+          }
+        }
+      }
+    }
+  },
+
+  copy2d(rows, cols, src, srcOff, ldSrc, dst, dstOff, ldDst, accumulate) {
+    for (let r = 0; r < rows; r++) {
+      for (let j = 0; j < cols; j++) {
+        const i = dstOff + r * ldDst + j;
+        dst[i] = (accumulate ? dst[i] : 0) + src[srcOff + r * ldSrc + j];
+      }
+    }
+  },
+
   logSoftmaxGather(rows, V, logits, targets, logp, lse) {
     for (let r = 0; r < rows; r++) {
       let max = -Infinity;

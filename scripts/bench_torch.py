@@ -1,0 +1,225 @@
+"""PyTorch side of `magrpo bench`: the same models, batches and token counts, timed in eager mode.
+
+Run by `magrpo bench` (one fresh process per model size, so peak RSS is per size):
+    OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 /usr/bin/python3 scripts/bench_torch.py \
+        --config '<HF config.json as JSON>' --threads 2 --reps 3
+Prints one JSON object: params, peak_rss_mb, and the wall and CPU seconds of each timed repetition:
+train {wall, cpu}, sample {batch: {wall, cpu}}. magrpo bench turns them into tokens/s.
+
+The models follow HF GPT2LMHeadModel / LlamaForCausalLM (eager attention, the formulation torch
+1.13 has: matmul + masked softmax), with a preallocated KV cache for decoding, so both engines do
+the same arithmetic. Training: forward + cross-entropy + backward + AdamW on B x T tokens.
+Sampling: a prompt of P tokens, then N new tokens per sequence (multinomial at temperature 1,
+plus the log-prob of each drawn token, as magrpo's sampler returns it).
+
+Legend: B batch, T new tokens, S cached + new tokens, C hidden, H heads, KV key/value heads, D head dim.
+"""
+
+import argparse
+import json
+import math
+import resource
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+class Cache:
+    """Per-layer keys/values [B, KV, maxLen, D] and the number of positions filled."""
+
+    def __init__(self, layers, batch, kv_heads, max_len, head_dim):
+        shape = (batch, kv_heads, max_len, head_dim)
+        self.k = [torch.zeros(shape) for _ in range(layers)]
+        self.v = [torch.zeros(shape) for _ in range(layers)]
+        self.len = 0
+
+
+def attend(q, k, v, layer, cache):
+    """q [B,H,T,D], k/v [B,KV,T,D] -> [B,T,H*D]; appends k/v to the cache when there is one."""
+    b, h, t, d = q.shape
+    past = 0
+    if cache is not None:
+        past = cache.len
+        cache.k[layer][:, :, past:past + t] = k
+        cache.v[layer][:, :, past:past + t] = v
+        k, v = cache.k[layer][:, :, :past + t], cache.v[layer][:, :, :past + t]
+    rep = h // k.shape[1]
+    if rep > 1:  # grouped-query: query head i reads kv head i // rep
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+    s = q @ k.transpose(-1, -2) / math.sqrt(d)  # [B,H,T,S]
+    if t > 1:
+        causal = torch.ones(t, past + t, dtype=torch.bool).tril(past)
+        s = s.masked_fill(~causal, float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(b, t, h * d)
+
+
+class Gpt2(torch.nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        c, f, self.h = cfg["n_embd"], cfg.get("n_inner") or 4 * cfg["n_embd"], cfg["n_head"]
+        self.eps = cfg.get("layer_norm_epsilon", 1e-5)
+        self.wte = torch.nn.Parameter(torch.randn(cfg["vocab_size"], c) * 0.02)
+        self.wpe = torch.nn.Parameter(torch.randn(cfg["n_positions"], c) * 0.01)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(cfg["n_layer"]):
+            blk = torch.nn.Module()
+            blk.ln_1, blk.ln_2 = torch.nn.LayerNorm(c, eps=self.eps), torch.nn.LayerNorm(c, eps=self.eps)
+            blk.c_attn, blk.c_proj = torch.nn.Linear(c, 3 * c), torch.nn.Linear(c, c)
+            blk.c_fc, blk.mlp_proj = torch.nn.Linear(c, f), torch.nn.Linear(f, c)
+            self.blocks.append(blk)
+        self.ln_f = torch.nn.LayerNorm(c, eps=self.eps)
+        self.layers, self.kv_heads, self.head_dim = cfg["n_layer"], self.h, c // self.h
+
+    def forward(self, ids, cache=None):
+        b, t = ids.shape
+        past = cache.len if cache is not None else 0
+        x = self.wte[ids] + self.wpe[past:past + t]
+        for i, blk in enumerate(self.blocks):
+            q, k, v = blk.c_attn(blk.ln_1(x)).view(b, t, 3, self.h, -1).permute(2, 0, 3, 1, 4)
+            x = x + blk.c_proj(attend(q, k, v, i, cache))
+            x = x + blk.mlp_proj(F.gelu(blk.c_fc(blk.ln_2(x)), approximate="tanh"))
+        if cache is not None:
+            cache.len += t
+        return self.ln_f(x) @ self.wte.t()
+
+
+class Llama(torch.nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        c, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+        self.h, self.kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        self.head_dim = cfg.get("head_dim") or c // self.h
+        self.eps, self.layers = cfg["rms_norm_eps"], cfg["num_hidden_layers"]
+        d, lin = self.head_dim, lambda i, o: torch.nn.Linear(i, o, bias=False)
+        self.embed = torch.nn.Parameter(torch.randn(v, c) * 0.02)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(self.layers):
+            blk = torch.nn.Module()
+            blk.n1, blk.n2 = torch.nn.Parameter(torch.ones(c)), torch.nn.Parameter(torch.ones(c))
+            blk.q, blk.k, blk.v = lin(c, self.h * d), lin(c, self.kv_heads * d), lin(c, self.kv_heads * d)
+            blk.o, blk.gate, blk.up, blk.down = lin(self.h * d, c), lin(c, f), lin(c, f), lin(f, c)
+            self.blocks.append(blk)
+        self.norm = torch.nn.Parameter(torch.ones(c))
+        self.head = None if cfg.get("tie_word_embeddings", True) else torch.nn.Parameter(torch.randn(v, c) * 0.02)
+        inv_freq = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, d, 2).float() / d))
+        ang = torch.arange(cfg["max_position_embeddings"]).float()[:, None] * inv_freq[None]
+        self.cos, self.sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()  # [P, D]
+
+    def rms(self, x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+    def rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    def forward(self, ids, cache=None):
+        b, t = ids.shape
+        past = cache.len if cache is not None else 0
+        cos, sin = self.cos[past:past + t], self.sin[past:past + t]
+        x = self.embed[ids]
+        for i, blk in enumerate(self.blocks):
+            h = self.rms(x, blk.n1)
+            q = self.rope(blk.q(h).view(b, t, self.h, -1).transpose(1, 2), cos, sin)
+            k = self.rope(blk.k(h).view(b, t, self.kv_heads, -1).transpose(1, 2), cos, sin)
+            v = blk.v(h).view(b, t, self.kv_heads, -1).transpose(1, 2)
+            x = x + blk.o(attend(q, k, v, i, cache))
+            h = self.rms(x, blk.n2)
+            x = x + blk.down(F.silu(blk.gate(h)) * blk.up(h))
+        if cache is not None:
+            cache.len += t
+        return self.rms(x, self.norm) @ (self.embed if self.head is None else self.head).t()
+
+
+def build(cfg):
+    return Gpt2(cfg) if cfg["model_type"] == "gpt2" else Llama(cfg)
+
+
+def timed(fn, reps, warmup=(1, 1, 0.0)):
+    """Wall and CPU (all threads) seconds of each of `reps` calls, after untimed warm-up calls:
+    warmup = (min, max, seconds): `min` of them, then more while fewer than `max` ran and less
+    than `seconds` passed (the rule magrpo bench applies to its own side)."""
+    lo, hi, seconds = warmup
+    start, done = time.perf_counter(), 0
+    while done < hi and (done < lo or time.perf_counter() - start < seconds):
+        fn()
+        done += 1
+    wall, cpu = [], []
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    return {"wall": wall, "cpu": cpu}
+
+
+def bench_train(model, vocab, batch, seq, reps, warmup, gen):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    ids = torch.randint(0, vocab, (batch, seq), generator=gen)
+    targets = torch.randint(0, vocab, (batch * seq,), generator=gen)
+
+    def step():
+        logits = model(ids)
+        F.cross_entropy(logits.view(-1, vocab), targets).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    return timed(step, reps, warmup)
+
+
+@torch.inference_mode()
+def bench_sample(model, vocab, batch, prompt_len, new_tokens, reps, gen):
+    prompt = torch.randint(0, vocab, (batch, prompt_len), generator=gen)
+
+    def run():
+        cache = Cache(model.layers, batch, model.kv_heads, prompt_len + new_tokens, model.head_dim)
+        ids = prompt
+        for step in range(new_tokens):
+            logp = torch.log_softmax(model(ids, cache)[:, -1], dim=-1)  # [B, V]
+            tok = torch.multinomial(logp.exp(), 1, generator=gen)  # [B, 1]
+            logp.gather(1, tok)  # the sampler also returns each token's log-prob
+            ids = tok
+
+    return timed(run, reps)
+
+
+def warmup_rule(text):
+    lo, hi, seconds = text.split(",")
+    return int(lo), int(hi), float(seconds)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", required=True, help="HF config.json of the model, as a JSON string")
+    ap.add_argument("--threads", type=int, required=True)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--train-batch", type=int, default=8)
+    ap.add_argument("--train-seq", type=int, default=128)
+    ap.add_argument("--train-warmup", default="2,5,5", help="untimed training steps first: min,max,seconds")
+    ap.add_argument("--sample-batches", default="8,32")
+    ap.add_argument("--prompt-len", type=int, default=16)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    cfg = json.loads(args.config)
+    model = build(cfg)
+    vocab = cfg["vocab_size"]
+    out = {
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "params": sum(p.numel() for p in model.parameters()),
+        "train": bench_train(model, vocab, args.train_batch, args.train_seq, args.reps, warmup_rule(args.train_warmup), gen),
+        "sample": {
+            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, gen) for b in args.sample_batches.split(",")
+        },
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
