@@ -10,7 +10,6 @@
  *                    h = h + mlp.c_proj(gelu(mlp.c_fc(ln_2(h))))
  *   logits = ln_f(h) · wteᵀ
  */
-import { attention } from '../engine/attention.js';
 import { embedding, layernorm } from '../engine/nn.js';
 import { add, gatherRows, gelu, linear, reshape, sliceLast } from '../engine/ops.js';
 import type { Tensor } from '../engine/tensor.js';
@@ -76,13 +75,7 @@ export class Gpt2Model extends CausalLM {
       const q = reshape(sliceLast(qkv, 0, C), [B, T, H, D]);
       const k = reshape(sliceLast(qkv, C, C), [B, T, H, D]);
       const v = reshape(sliceLast(qkv, 2 * C, C), [B, T, H, D]);
-      let a: Tensor;
-      if (cache) {
-        cache.write(l, k, v);
-        a = attention(q, cache.k[l], cache.v[l], { causal: true, kvLen: cache.len + T, pastLen: cache.len, keyMask });
-      } else {
-        a = attention(q, k, v, { causal: true, keyMask });
-      }
+      const a = this.selfAttention(l, q, k, v, cache, keyMask); // [B, T, H, D]
       h = add(h, this.proj(reshape(a, [B, T, C]), `${p}.attn.c_proj`, 'conv1d'));
       const m = gelu(this.proj(ln(h, `${p}.ln_2`), `${p}.mlp.c_fc`, 'conv1d')); // [B, T, F]
       h = add(h, this.proj(m, `${p}.mlp.c_proj`, 'conv1d'));

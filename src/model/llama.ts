@@ -10,7 +10,6 @@
  *                    h = h + down(silu(gate(n2(h))) ⊙ up(n2(h)))
  *   logits = lm_head(norm(h))
  */
-import { attention } from '../engine/attention.js';
 import { embedding, type RopeTables, rmsnorm, rope, ropeTables, swiglu } from '../engine/nn.js';
 import { add, gatherRows, linear, reshape } from '../engine/ops.js';
 import type { Tensor } from '../engine/tensor.js';
@@ -85,13 +84,7 @@ export class LlamaModel extends CausalLM {
       const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`), [B, T, H, D]), positions, tables);
       const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`), [B, T, Hkv, D]), positions, tables);
       const v = reshape(this.proj(x, `${p}.self_attn.v_proj`), [B, T, Hkv, D]);
-      let a: Tensor;
-      if (cache) {
-        cache.write(l, k, v);
-        a = attention(q, cache.k[l], cache.v[l], { causal: true, kvLen: cache.len + T, pastLen: cache.len, keyMask });
-      } else {
-        a = attention(q, k, v, { causal: true, keyMask });
-      }
+      const a = this.selfAttention(l, q, k, v, cache, keyMask); // [B, T, H, D]
       h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`));
 
       const y = rmsnorm(h, this.param(`${p}.post_attention_layernorm.weight`), eps);

@@ -3,6 +3,7 @@
  * keys), projections that honour LoRA adapters, a KV cache, and the forward-pass contract.
  */
 import type { FloatArray } from '../engine/backend.js';
+import { attention } from '../engine/attention.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
@@ -157,6 +158,17 @@ export abstract class CausalLM {
     const ad = this.lora.get(name);
     if (ad) y = add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale));
     return y;
+  }
+
+  /**
+   * Causal self-attention of layer `layer`, q [B, T, H, D] over k, v [B, T, Hkv, D]. With a cache the
+   * new keys/values are appended first and the queries see every cached position (pastLen + t).
+   * `keyMask` is the cache's mask after `cache.appendMask`, or this call's own mask without a cache.
+   */
+  protected selfAttention(layer: number, q: Tensor, k: Tensor, v: Tensor, cache: KVCache | undefined, keyMask: Uint8Array | null): Tensor {
+    if (!cache) return attention(q, k, v, { causal: true, keyMask });
+    cache.write(layer, k, v);
+    return attention(q, cache.k[layer], cache.v[layer], { causal: true, kvLen: cache.len + q.shape[1], pastLen: cache.len, keyMask });
   }
 
   /** Row positions for a forward: given ones, or pastLen + t. */
