@@ -2,8 +2,9 @@
  * What every decoder-only architecture shares: a table of named parameters (names = HF safetensors
  * keys), projections that honour LoRA adapters, a KV cache, and the forward-pass contract.
  */
-import type { FloatArray } from '../engine/backend.js';
+
 import { attention } from '../engine/attention.js';
+import type { FloatArray } from '../engine/backend.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
