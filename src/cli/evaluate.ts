@@ -32,6 +32,7 @@ export interface EvalReport {
 export function inferenceSampling(ev: RunConfig['eval'], t: MagrpoConfig): InferenceSampling {
   return {
     maxNewTokens: ev.max_new_tokens ?? t.max_new_tokens,
+    stopStrings: t.stop_strings,
     temperature: ev.temperature ?? (t.eval_sampling === 'greedy' ? 0 : t.temperature),
     topP: ev.top_p ?? t.top_p,
     topK: ev.top_k ?? t.top_k,

@@ -35,6 +35,10 @@ const codingOptions = {
     .union([z.number().int(), z.literal('all')])
     .default(1)
     .describe('asserts run for feedback: N > 0 first N, N < 0 last |N|, 0 or all every one'),
+  prompt_style: z
+    .enum(['instruct', 'code'])
+    .default('instruct')
+    .describe("instruct: the paper's prompts (instruction-tuned models); code: code-completion prompts for base models such as models/small (single-turn)"),
   original_prompt: z.boolean().default(true).describe('feedback prompts repeat the first-turn instructions'),
   previous_response: z.boolean().default(true).describe('feedback prompts repeat the previous function'),
 };
@@ -42,6 +46,7 @@ const codingOptions = {
 function codingEnvOptions(o: Record<string, unknown>) {
   return {
     numAgents: o.num_agents as 1 | 2,
+    promptStyle: o.prompt_style as 'instruct' | 'code',
     reward: { auxPenalty: o.aux_penalty as 'fixed' | 'reference' | 'off' },
     feedback: {
       mode: o.feedback_mode as 'plain' | 'passed' | 'level_passed' | 'level_feedback' | 'expert_edits',

@@ -43,6 +43,7 @@ export interface AgentSpec {
 
 export interface SamplingParams {
   maxNewTokens: number;
+  stopStrings: readonly string[];
   temperature: number;
   topK: number | null;
   topP: number;

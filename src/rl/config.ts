@@ -32,6 +32,12 @@ export const MagrpoConfigSchema = z
     seed: nonNegInt().default(0).describe('(magrpo) seeds sampling, buffer shuffles and initialisation'),
     // --- sampling
     max_new_tokens: posInt().default(256).describe('generation length cap per completion'),
+    stop_strings: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        '(magrpo) a completion also ends where one of these strings appears, cut before it (e.g. "\\n\\n\\n" after a Python function); its tokens up to there are trained',
+      ),
     temperature: z.number().min(0).default(0.6).describe('sampling temperature'),
     top_p: z.number().gt(0).max(1).default(0.6).describe('nucleus sampling threshold'),
     top_k: posInt().nullable().default(50).describe('top-k sampling (null = off)'),

@@ -50,7 +50,7 @@ export interface RolloutTimings {
 }
 
 export function samplingParams(c: MagrpoConfig, greedy = false): SamplingParams {
-  return { maxNewTokens: c.max_new_tokens, temperature: greedy ? 0 : c.temperature, topK: c.top_k, topP: c.top_p };
+  return { maxNewTokens: c.max_new_tokens, stopStrings: c.stop_strings, temperature: greedy ? 0 : c.temperature, topK: c.top_k, topP: c.top_p };
 }
 
 /** The prompt agent i sees: formatter(item) at turn 0; later the transition's prompt, re-formatted. */

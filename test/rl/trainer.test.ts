@@ -198,6 +198,31 @@ describe('teams', () => {
   });
 });
 
+describe('sampling', () => {
+  it('stop_strings end completions before the string (and without them the string does occur)', async () => {
+    const words = async (stop: string[]) => {
+      const seen: string[][] = [];
+      const task: Task<Item> = {
+        dataset: items(4),
+        reward: ({ completions }) => {
+          seen.push(...completions.map((c) => c.split(/\s+/).filter(Boolean)));
+          return 0;
+        },
+      };
+      const t = new MAGRPOTrainer({ task, model: dir, config: { ...base, max_new_tokens: 6, num_generations: 4, stop_strings: stop, seed: 3 } });
+      for (const item of task.dataset) await t.trainStep(item);
+      await t.close();
+      return seen;
+    };
+    const free = await words([]);
+    assert.ok(free.some((ws) => ws.includes('c')));
+    const stopped = await words(['c']);
+    assert.equal(stopped.length, 4 * 4 * 2);
+    assert.ok(stopped.every((ws) => !ws.includes('c')));
+    assert.ok(stopped.some((ws) => ws.length < 6));
+  });
+});
+
 describe('bad input is reported with the field that caused it', () => {
   it('reward returning NaN or throwing; transition returning the wrong count; missing transition', async () => {
     const nan = new MAGRPOTrainer({ task: { dataset: items(1), reward: () => Number.NaN }, model: dir, config: base });

@@ -21,13 +21,14 @@ import { codingBaselines } from './baselines.js';
 import { type CodingItem, humanevalSplits, loadCodingJsonl, loadCoopPython } from './data.js';
 import { codingTransition, type FeedbackOptions } from './feedback.js';
 import { codingMetrics } from './metrics.js';
-import { auxPrompt, mainPrompt, singleAgentPrompt } from './prompts.js';
+import { type CodingRole, type PromptStyleName, promptStyle } from './prompt-style.js';
 import { type CodeRewardOptions, codeReward } from './reward.js';
 
 export type { CodingItem } from './data.js';
 export { CodingDataError, humanevalSplits, loadCodingJsonl, loadCoopPython, loadHumanEval } from './data.js';
 export { codingTransition, FEEDBACK_MODES, type FeedbackMode, type FeedbackOptions } from './feedback.js';
 export { codingMetrics } from './metrics.js';
+export { CODE, INSTRUCT, type PromptStyle, type PromptStyleName, promptStyle } from './prompt-style.js';
 export { type AuxPenaltyMode, COMPONENT_MAX, type CodeRewardOptions, type CodeRewardResult, codeReward } from './reward.js';
 
 export interface CodingEnvOptions {
@@ -38,6 +39,11 @@ export interface CodingEnvOptions {
   reward?: CodeRewardOptions;
   /** Turn-2+ prompts (default mode level_feedback). */
   feedback?: FeedbackOptions;
+  /**
+   * 'instruct' (default): the paper's prompts, for instruction-tuned models. 'code': code-completion
+   * prompts for base models (code-prompts.ts); single-turn only, as the feedback prompts are instructions.
+   */
+  promptStyle?: PromptStyleName;
 }
 
 /** Later turns receive complete prompts from the transition and use them as they are. */
@@ -52,6 +58,8 @@ function codingEnvironment(
 ): Environment<CodingItem> {
   const sandbox = opts.sandbox ?? new PythonSandbox();
   const numAgents = opts.numAgents ?? 2;
+  const style = promptStyle(opts.promptStyle);
+  const roles: CodingRole[] = numAgents === 2 ? ['aux', 'main'] : ['single'];
   if (numAgents !== 1 && numAgents !== 2) throw new Error(`numAgents: got ${JSON.stringify(numAgents)}, expected 1 or 2`);
   let cached: { train: CodingItem[]; eval: CodingItem[] } | null = null;
   const splits = () => {
@@ -68,14 +76,16 @@ function codingEnvironment(
         name: spec.name,
         dataset: split.train ?? splits().train,
         evalDataset: split.eval ?? splits().eval,
-        formatters: numAgents === 2 ? [firstTurn(auxPrompt), firstTurn(mainPrompt)] : [firstTurn(singleAgentPrompt)],
+        formatters: roles.map((role) => firstTurn(style[role])),
         reward: async ({ completions, item }) => {
           if (completions.length !== numAgents) throw new Error(`the ${spec.name} reward scores ${numAgents} agent(s), got ${completions.length}`);
-          const [auxText, mainText] = numAgents === 2 ? completions : ['', completions[0]];
+          const codes = completions.map((c, i) => style.opening(item, roles[i]) + c);
+          const [auxText, mainText] = numAgents === 2 ? codes : ['', codes[0]];
           const r = await codeReward({ auxText, mainText, test: item.test, entryPoint: item.entry_point, prompt: item.prompt }, sandbox, opts.reward);
           return { reward: r.reward, components: { ...r.components } };
         },
-        transition: codingTransition(sandbox, numAgents, { thinWrapper: opts.reward?.thinWrapper, ...opts.feedback }),
+        // The feedback prompts are instructions: code-style teams play one turn (the trainer says so).
+        transition: style.name === 'instruct' ? codingTransition(sandbox, numAgents, { thinWrapper: opts.reward?.thinWrapper, ...opts.feedback }) : undefined,
         // Trainer eval episodes carry no timing or token counts: only the reward table and pass@k.
         evalMetrics: (episodes) => {
           const table = codingMetrics(episodeResults(episodes));
@@ -86,7 +96,7 @@ function codingEnvironment(
       };
     },
     metrics: (episodes) => codingMetrics(episodes),
-    baselines: codingBaselines(sandbox, opts.reward),
+    baselines: codingBaselines(sandbox, opts.reward, style),
   };
 }
 

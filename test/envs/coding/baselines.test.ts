@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../../src/engine/runtime.js';
 import { codingBaselines } from '../../../src/envs/coding/baselines.js';
 import type { CodingItem } from '../../../src/envs/coding/data.js';
+import { CODE } from '../../../src/envs/coding/prompt-style.js';
 import type { InferenceSampling } from '../../../src/envs/environment.js';
 import { LanguageModel, type TextSample } from '../../../src/model/pretrained.js';
 import { PythonSandbox } from '../../../src/sandbox/index.js';
@@ -115,5 +116,46 @@ describe('scores with a scripted model', () => {
     const [r] = await byName('single_agent').run(items.slice(0, 1), [solo], sampling);
     assert.equal(r.reward, 2.1);
     assert.deepEqual(r.completions, ['def f(x):\n    return x + 1']);
+  });
+});
+
+describe('code prompt style (base models continue a source file)', () => {
+  const code = codingBaselines(new PythonSandbox({ concurrency: 2 }), {}, CODE);
+  const run = (name: string, models: LanguageModel[]) => (code.find((b) => b.name === name) ?? assert.fail(name)).run(items, models, sampling);
+  const AUX = 'def aux(x):\n    return x + 1';
+  const MAIN = `${items[0].prompt.trimEnd()}\n    y = aux(x)\n    return y * 1`;
+  // Replies continue the prompt: aux after "def aux(", main after the docstring.
+  const team = (seen: string[]) =>
+    scripted((p) => {
+      seen.push(p);
+      return p.endsWith('def aux(') ? 'x):\n    return x + 1\n\n\nassert aux(1) == 2' : '\n    y = aux(x)\n    return y * 1\n';
+    });
+
+  it("every two-agent baseline rebuilds each agent's code from its opening and reaches 4.0", async () => {
+    for (const name of ['naive_concat', 'sequential_pipeline', 'one_round_discussion']) {
+      const seen: string[] = [];
+      const results = await run(name, [team(seen), team(seen)]);
+      assert.deepEqual(
+        results.map((r) => r.reward),
+        [4, 4],
+        name,
+      );
+      assert.equal(results[0].completions[1], MAIN);
+      assert.ok(results[0].completions[0].startsWith(AUX));
+      if (name !== 'naive_concat') {
+        // main saw aux's function (not the assert after it) right above its signature
+        assert.ok(
+          seen.some((p) => p.includes(`${AUX}\n\n\ndef f(x):`) && !p.includes('assert aux')),
+          name,
+        );
+      }
+      if (name === 'one_round_discussion') assert.ok(seen.some((p) => p.startsWith(`${MAIN}\n\n\n# Helper for f(x)`)));
+    }
+  });
+
+  it('single_agent continues the problem prompt alone', async () => {
+    const [r] = await (code.find((b) => b.name === 'single_agent') ?? assert.fail()).run(items.slice(0, 1), [scripted(() => '\n    return x + 1')], sampling);
+    assert.equal(r.reward, 2.1);
+    assert.equal(r.completions[0], `${items[0].prompt.trimEnd()}\n    return x + 1`);
   });
 });
