@@ -59,19 +59,16 @@ test('evaluateCode: canonical solutions parse and pass in the sandbox, junk does
   assert.equal(good.tasks, 6);
   assert.equal(good.parse_rate, 1);
   assert.equal(good.pass_rate, 1);
-  const wrong = await evaluateCode(
-    stubModel(() => '\n    return None\n'),
-    '',
-    opts,
-  );
-  assert.equal(wrong.parse_rate, 1);
-  assert.equal(wrong.pass_rate, 0);
-  const junk = await evaluateCode(
-    stubModel(() => '\nassertdefdef ((\n'),
-    '',
-    opts,
-  );
-  assert.equal(junk.parse_rate, 0);
-  assert.equal(junk.pass_rate, 0);
-  assert.equal(junk.completions.length, 6);
+  // A completion that parses but is wrong, and one that does not parse.
+  for (const [text, parse, pass] of [
+    ['\n    return None\n', 1, 0],
+    ['\nassertdefdef ((\n', 0, 0],
+  ] as const) {
+    const r = await evaluateCode(
+      stubModel(() => text),
+      '',
+      opts,
+    );
+    assert.deepEqual([r.parse_rate, r.pass_rate, r.completions.length], [parse, pass, 6]);
+  }
 });

@@ -48,13 +48,13 @@ export interface PromptStyle {
 
 export const INSTRUCT: PromptStyle = {
   name: 'instruct',
-  aux: (item) => auxPrompt(item),
-  main: (item) => mainPrompt(item),
-  single: (item) => singleAgentPrompt(item),
-  baselineAux: (item) => baselineAuxPrompt(item),
-  baselineMain: (item) => baselineMainPrompt(item),
+  aux: auxPrompt,
+  main: mainPrompt,
+  single: singleAgentPrompt,
+  baselineAux: baselineAuxPrompt,
+  baselineMain: baselineMainPrompt,
   mainSeeingAux: (item, auxCode, round) => (round === 'sequential' ? sequentialMainPrompt(item, auxCode) : discussionMainPrompt(item, auxCode)),
-  auxSeeingMain: (item, mainCode) => discussionAuxPrompt(item, mainCode),
+  auxSeeingMain: discussionAuxPrompt,
   opening: () => '',
   share: (code) => code,
 };
