@@ -142,11 +142,12 @@ export class PolicyAgent {
     let seqs = 0;
     for (const mb of minibatches) {
       this.opt.zeroGrad();
+      // The minibatch loss is the mean of its sample losses: exactly what is differentiated.
       let mbLoss = 0;
       for (const s of mb) {
         const r = this.sampleLoss(s, 1 / mb.length);
         if (r === null) continue;
-        mbLoss += r.loss;
+        mbLoss += r.loss / mb.length;
         stats.entropy += r.entropySum;
         tokens += r.tokens;
         seqs += s.completions.length;
