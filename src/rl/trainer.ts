@@ -179,7 +179,6 @@ export class MAGRPOTrainer<Item> {
     this.timing.sampling += times.sampling;
     this.timing.reward += times.reward;
     this.timing.items++;
-    const t0 = performance.now();
     const samples = this.nodeSamples(root);
     const steps = [...new Set(samples.map((s) => s.envStep))].sort((a, b) => a - b);
     for (const step of steps) {
@@ -187,7 +186,6 @@ export class MAGRPOTrainer<Item> {
       const ready = this.buffers.flatMap((b, i) => (b.length >= this.config.rollout_buffer_size ? [i] : []));
       if (ready.length) await this.drain(ready);
     }
-    this.timing.update += performance.now() - t0;
     return root;
   }
 
@@ -244,10 +242,13 @@ export class MAGRPOTrainer<Item> {
       return { agent: i, samples, minibatches };
     });
     const ids = new Set(agentIds);
+    // Timed here, before logDrain writes and resets the timers, so an entry includes its own updates.
+    const t0 = performance.now();
     const stats = await forEachAgent(
       this.agents.filter((a) => ids.has(a.index)),
       (a) => a.update((drained.find((d) => d.agent === a.index) as (typeof drained)[number]).minibatches),
     );
+    this.timing.update += performance.now() - t0;
     this.logDrain(
       drained.flatMap((d) => d.samples),
       drained.map((d, k) => [d.agent, stats[k]] as const),

@@ -223,6 +223,18 @@ describe('sampling', () => {
   });
 });
 
+describe('metrics', () => {
+  it('time/update_s of an entry includes the update it reports (no lag of one logging period)', async () => {
+    const sink = new MemorySink();
+    const t = new MAGRPOTrainer({ task: { ...sameWord, dataset: items(3) }, model: dir, sinks: [sink], config: { ...base, rollout_buffer_size: 1 } });
+    await t.trainStep(sameWord.dataset[0]);
+    const update = sink.series('time/update_s');
+    assert.equal(update.length, 1);
+    assert.ok(update[0].value > 0, `first entry's update time is ${update[0].value}`);
+    await t.close();
+  });
+});
+
 describe('bad input is reported with the field that caused it', () => {
   it('reward returning NaN or throwing; transition returning the wrong count; missing transition', async () => {
     const nan = new MAGRPOTrainer({ task: { dataset: items(1), reward: () => Number.NaN }, model: dir, config: base });
