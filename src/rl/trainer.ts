@@ -121,15 +121,39 @@ export class MAGRPOTrainer<Item> {
     };
   }
 
-  /** Optimizer steps per agent over the run, assuming no early termination (for LR schedules). */
+  /**
+   * Optimizer steps per agent over the run, for LR schedules: the buffer schedule replayed on
+   * counts (no early termination; a terminated node only shortens the run). Each drain takes, per
+   * turn group, ceil(group / train_batch_size) steps per ppo_epoch, as drain() does.
+   */
   private estimatedOptimizerSteps(): number {
     const c = this.config;
     const K = c.joint_mode.startsWith('cross') ? c.num_generations ** c.num_agents : c.num_generations;
-    let nodes = 0;
-    for (let t = 0; t < c.num_turns; t++) nodes += K ** t;
-    const samples = this.task.dataset.length * c.num_train_epochs * nodes;
-    const perDrain = Math.ceil(c.rollout_buffer_size / (c.train_batch_size ?? c.rollout_buffer_size)) * c.ppo_epochs;
-    return Math.max(1, Math.ceil(samples / c.rollout_buffer_size) * perDrain);
+    const mb = c.train_batch_size ?? c.rollout_buffer_size;
+    // Turns of one item's nodes in env-step order (depth-first pre-order), as buffers receive them.
+    const order: number[] = [];
+    const visit = (t: number): void => {
+      order.push(t);
+      if (t + 1 < c.num_turns) for (let k = 0; k < K; k++) visit(t + 1);
+    };
+    visit(0);
+    const perTurn = new Array<number>(c.num_turns).fill(0);
+    let held = 0;
+    let steps = 0;
+    const drain = () => {
+      for (let t = 0; t < perTurn.length; t++) steps += Math.ceil(perTurn[t] / mb) * c.ppo_epochs;
+      perTurn.fill(0);
+      held = 0;
+    };
+    // Every epoch starts with empty buffers (the previous one ends with a drain), so epochs are alike.
+    for (let item = 0; item < this.task.dataset.length; item++) {
+      for (const t of order) {
+        perTurn[t]++;
+        if (++held >= c.rollout_buffer_size) drain();
+      }
+    }
+    if (held > 0) drain();
+    return Math.max(1, steps * c.num_train_epochs);
   }
 
   /** The training loop (spec §1.10): epochs × items, evaluation, drains, checkpoints. */

@@ -109,8 +109,7 @@ describe('policy-gradient update (float64, reference backend)', () => {
     const agent = new PolicyAgent(spec(dir));
     const model = agent.lm.model;
     const other: LossSample = { promptIds: [2, 1], completions: [[7], [8, 0]], advantages: [-0.4, 0.9], oldLogprobs: [[], []] };
-    const lossOf = (s: LossSample) =>
-      -s.completions.reduce((acc, c, g) => acc + s.advantages[g] * seqLogprob(model, s.promptIds, c), 0) / s.completions.length;
+    const lossOf = (s: LossSample) => -s.completions.reduce((acc, c, g) => acc + s.advantages[g] * seqLogprob(model, s.promptIds, c), 0) / s.completions.length;
     const expected = noGrad(() => (lossOf(sample) + lossOf(other)) / 2);
     const stats = agent.update([[sample, other]]);
     assert.equal(stats.steps, 1);
