@@ -12,6 +12,7 @@ import { setBackend } from '../../src/engine/runtime.js';
 import type { UpdateStats } from '../../src/rl/agent.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
+import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -27,10 +28,10 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Trains to the end and returns, per agent, its scheduled step count and every update's stats. */
 async function run(config: MagrpoConfigInput) {
-  const task = {
-    dataset: Array.from({ length: 3 }, (): Item => ({ prompt: 'go' })),
-    reward: ({ completions }: { completions: string[] }) => (completions[0] === completions[1] ? 1 : 0),
-    transition: ({ completions }: { completions: string[] }) => completions.map((c) => `go ${c}`),
+  const task: Task<Item> = {
+    dataset: Array.from({ length: 3 }, () => ({ prompt: 'go' })),
+    reward: ({ completions }) => (completions[0] === completions[1] ? 1 : 0),
+    transition: ({ completions }) => completions.map((c) => `go ${c}`),
   };
   const t = new MAGRPOTrainer({
     task,
