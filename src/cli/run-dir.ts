@@ -5,7 +5,8 @@
  *     config.yaml                 the resolved config (absolute paths, every default filled in)
  *     metrics.jsonl               {"step", "time", <metric>: value, ...} per logged entry
  *     events.out.tfevents.*       the same scalars for TensorBoard
- *     samples.jsonl               recorded rollout trees (prompts, completions, joint rewards)
+ *     samples.jsonl               recorded rollout trees (prompts, completions, their token ids and
+ *                                 sampling log-probs, joint rewards)
  *     checkpoints/step-<items>/     resumable state; checkpoints/latest names the newest
  *     final/agent_<i>/            the trained agents (HF folders, or LoRA adapters)
  *     eval.json                   final evaluation: the team and the baselines on the eval split
@@ -89,6 +90,15 @@ export interface SampleNode {
   env_step: number;
   prompts: string[];
   completions: string[][];
+  /**
+   * Per agent: the prompt's token ids. With `completion_ids` this is exactly what was trained on;
+   * re-tokenising the texts is not (a sampled sequence is often not the canonical encoding).
+   */
+  prompt_ids: number[][];
+  /** Per agent, per completion: the sampled token ids (never truncated, unlike the texts). */
+  completion_ids: number[][][];
+  /** Per agent, per completion, per token: the sampling log-prob log π_old (rounded to 1e-6). */
+  logprobs: number[][][];
   joint: number[][];
   rewards: number[];
   returns: number[];
@@ -133,6 +143,9 @@ export class SamplesRecorder {
       env_step: n.envStep,
       prompts: n.groups.map((g) => cut(g.prompt)),
       completions: n.groups.map((g) => g.completions.map((c) => cut(c.text))),
+      prompt_ids: n.groups.map((g) => g.promptIds),
+      completion_ids: n.groups.map((g) => g.completions.map((c) => c.ids)),
+      logprobs: n.groups.map((g) => g.completions.map((c) => c.logprobs.map((x) => Math.round(x * 1e6) / 1e6))),
       joint: n.joint,
       rewards: n.rewards,
       returns: n.returns,
