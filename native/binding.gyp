@@ -11,7 +11,7 @@
   'targets': [
     {
       'target_name': 'magrpo',
-      'sources': ['magrpo.c'],
+      'sources': ['binding.c', 'gemm.c', 'elementwise.c', 'attention.c', 'norms.c', 'optim.c', 'sampling.c'],
       'defines': ['NAPI_VERSION=8'],
       'cflags_c': ['-std=gnu11', '-O3', '-fno-math-errno', '-fno-trapping-math', '-Wall', '-Wextra', '-Wno-unused-parameter'],
       'libraries': ['-lopenblas'],

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the native kernel addon: native/magrpo.c -> native/build/Release/magrpo.node.
+// Builds the native kernel addon: native/*.c -> native/build/Release/magrpo.node.
 // Finds OpenBLAS (and libomp on macOS), then runs the node-gyp of node_modules against the local
 // Node headers. Skips the build when the .node is newer than its inputs; `--force` rebuilds.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const nativeDir = join(root, 'native');
 const output = join(nativeDir, 'build', 'Release', 'magrpo.node');
-const inputs = [join(nativeDir, 'magrpo.c'), join(nativeDir, 'binding.gyp'), fileURLToPath(import.meta.url)];
+const sources = readdirSync(nativeDir).filter((f) => f.endsWith('.c') || f.endsWith('.h'));
+const inputs = [...sources.map((f) => join(nativeDir, f)), join(nativeDir, 'binding.gyp'), fileURLToPath(import.meta.url)];
 const force = process.argv.includes('--force');
 
 function die(message) {

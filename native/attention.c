@@ -1,0 +1,236 @@
+/*
+ * Self-attention: softmax (scaled, causal, key-masked), attention over every batch row and head
+ * with its backward, and rotary position embeddings.
+ */
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "magrpo.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * softmax, softmaxBackward
+ * ------------------------------------------------------------------------------------------- */
+
+static void softmax_rows(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const float *x, float *out) {
+  int64_t cols = sp->cols;
+  const uint8_t *km = sp->km;
+  float scale = sp->scale;
+  for (int64_t r = lo; r < hi; r++) {
+    const float *xr = x + r * cols;
+    float *o = out + r * cols;
+    int64_t lim = cols;
+    if (sp->causal) {
+      int64_t last = sp->rowPos0 + r; /* the last visible column */
+      lim = last < 0 ? 0 : (last + 1 < cols ? last + 1 : cols);
+    }
+    /* Pass 1: scaled logits, -inf where masked; the exp below turns those into exact zeros. */
+    float m = -INFINITY;
+    if (km) {
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < lim; j++) {
+        float v = km[j] ? xr[j] * scale : -INFINITY;
+        o[j] = v;
+        m = v > m ? v : m;
+      }
+    } else {
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < lim; j++) {
+        float v = xr[j] * scale;
+        o[j] = v;
+        m = v > m ? v : m;
+      }
+    }
+    for (int64_t j = lim; j < cols; j++) o[j] = 0.0f;
+    if (m == -INFINITY) { /* nothing visible (or only -inf logits): an all-zero row */
+      for (int64_t j = 0; j < lim; j++) o[j] = 0.0f;
+      continue;
+    }
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < lim; j++) {
+      float e = fast_expf(o[j] - m);
+      o[j] = e;
+      s += e;
+    }
+    float inv = (float)(1.0 / s);
+    for (int64_t j = 0; j < lim; j++) o[j] *= inv;
+  }
+}
+
+void softmax_forward(int64_t rows, const SoftmaxSpec *sp, const float *x, float *out) {
+  double n = (double)rows * sp->cols;
+  if (n == 0) return;
+  PARALLEL_RANGE(n, rows, softmax_rows, sp, x, out);
+}
+
+static void softmax_backward_rows(int64_t lo, int64_t hi, int64_t cols, float scale, const float *y, const float *gy, float *gx) {
+  for (int64_t r = lo; r < hi; r++) {
+    const float *yr = y + r * cols, *gr = gy + r * cols;
+    float *o = gx + r * cols;
+    double dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < cols; j++) dot += (double)gr[j] * yr[j];
+    float d = (float)dot;
+    for (int64_t j = 0; j < cols; j++) o[j] += scale * yr[j] * (gr[j] - d);
+  }
+}
+
+void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, const float *gy, float *gx) {
+  double n = (double)rows * cols;
+  if (n == 0) return;
+  PARALLEL_RANGE(n, rows, softmax_backward_rows, cols, scale, y, gy, gx);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * attention, attentionBackward: every (batch, head) in one call. Per head the products are
+ * cblas_sgemm calls on strided views of the [B, T, H, D] / [B, Smax, Hkv, D] layouts, except at
+ * decode time (T = 1), where dot products over the KV cache beat GEMM calls. Heads run in
+ * parallel (OpenBLAS then stays on one thread inside each), the backward per key/value head so
+ * that the query heads sharing it add into its gradient one after another.
+ * ------------------------------------------------------------------------------------------- */
+
+static inline int64_t attn_group(const AttnSpec *a) { return a->H / a->Hkv; }
+
+/* Tasks are (b, h) heads: per head a GEMM for the scores, the masked softmax, a GEMM for P · V. */
+static void attention_heads(int64_t lo, int64_t hi, const AttnSpec *a, float *P, float *out) {
+  int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D;
+  for (int64_t task = lo; task < hi; task++) {
+    int64_t b = task / a->H, h = task % a->H, g = h / attn_group(a);
+    const float *qh = a->q + b * T * ldq + h * D;
+    const float *kh = a->k + b * a->Smax * ldk + g * D, *vh = a->v + b * a->Smax * ldk + g * D;
+    float *Ph = P + task * T * S, *oh = out + b * T * ldq + h * D;
+    SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)D, 1.0f, qh, (int)ldq, kh, (int)ldk, 0.0f, Ph, (int)S);
+    softmax_rows(0, T, &sp, Ph, Ph);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)S, 1.0f, Ph, (int)S, vh, (int)ldk, 0.0f, oh, (int)ldq);
+  }
+}
+
+/* Decode (T = 1), tasks are batch rows: the keys and then the values of a row are streamed once,
+ * in memory order, for all its heads; a dot product per (key, head) instead of GEMM calls. */
+static void attention_decode_rows(int64_t lo, int64_t hi, const AttnSpec *a, float *P, float *out) {
+  int64_t S = a->S, D = a->D, H = a->H, ldk = a->Hkv * D, G = attn_group(a);
+  int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;
+  for (int64_t b = lo; b < hi; b++) {
+    const float *qb = a->q + b * H * D, *kb = a->k + b * a->Smax * ldk, *vb = a->v + b * a->Smax * ldk;
+    float *Pb = P + b * H * S, *ob = out + b * H * D;
+    for (int64_t s = 0; s < lim; s++) {
+      for (int64_t h = 0; h < H; h++) {
+        const float *qh = qb + h * D, *ks = kb + s * ldk + (h / G) * D;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < D; d++) dot += qh[d] * ks[d];
+        Pb[h * S + s] = dot;
+      }
+    }
+    SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
+    for (int64_t h = 0; h < H; h++) softmax_rows(0, 1, &sp, Pb + h * S, Pb + h * S);
+    memset(ob, 0, (size_t)(H * D) * sizeof(float));
+    for (int64_t s = 0; s < lim; s++) {
+      for (int64_t h = 0; h < H; h++) {
+        float p = Pb[h * S + s];
+        if (p == 0.0f) continue;
+        const float *vs = vb + s * ldk + (h / G) * D;
+        float *oh = ob + h * D;
+#pragma omp simd
+        for (int64_t d = 0; d < D; d++) oh[d] += p * vs[d];
+      }
+    }
+  }
+}
+
+void attention_forward(const AttnSpec *a, float *P, float *out) {
+  if (a->S == 0) { /* no keys: every output row is 0 */
+    memset(out, 0, (size_t)(a->B * a->T * a->H * a->D) * sizeof(float));
+    return;
+  }
+  if (a->T == 1)
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->S * a->D, a->B, attention_decode_rows, a, P, out);
+  else
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->H, attention_heads, a, P, out);
+}
+
+/* Tasks are (b, g) key/value heads; `scratch` holds T·S floats per thread, for dP and then dS. */
+static void attention_backward_groups(int64_t lo, int64_t hi, const AttnSpec *a, const AttnGrads *gr, float *scratch) {
+  int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D, G = attn_group(a);
+  float *dS = scratch + thread_index() * T * S;
+  for (int64_t task = lo; task < hi; task++) {
+    int64_t b = task / a->Hkv, g = task % a->Hkv;
+    const float *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;
+    float *gkg = gr->gk ? gr->gk + b * a->Smax * ldk + g * D : NULL, *gvg = gr->gv ? gr->gv + b * a->Smax * ldk + g * D : NULL;
+    for (int64_t h = g * G; h < (g + 1) * G; h++) {
+      int64_t off = b * T * ldq + h * D;
+      const float *Ph = gr->P + (b * a->H + h) * T * S, *gOh = gr->gO + off, *qh = a->q + off;
+      /* dV += Pᵀ · dO */
+      if (gvg) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)D, (int)T, 1.0f, Ph, (int)S, gOh, (int)ldq, 1.0f, gvg, (int)ldk);
+      if (!gr->gq && !gkg) continue;
+      /* dP = dO · Vᵀ, then dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in place */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)D, 1.0f, gOh, (int)ldq, vg, (int)ldk, 0.0f, dS, (int)S);
+      for (int64_t t = 0; t < T; t++) {
+        float *row = dS + t * S;
+        const float *pr = Ph + t * S;
+        double dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t s = 0; s < S; s++) dot += (double)row[s] * pr[s];
+        float dt = (float)dot;
+        for (int64_t s = 0; s < S; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
+      }
+      /* dQ += dS · K;  dK += dSᵀ · Q */
+      if (gr->gq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)S, 1.0f, dS, (int)S, kg, (int)ldk, 1.0f, gr->gq + off, (int)ldq);
+      if (gkg) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)D, (int)T, 1.0f, dS, (int)S, qh, (int)ldq, 1.0f, gkg, (int)ldk);
+    }
+  }
+}
+
+bool attention_backward(const AttnSpec *a, const AttnGrads *gr) {
+  if (a->S == 0 || a->T == 0) return true;
+  float *scratch = malloc((size_t)(threads() * a->T * a->S) * sizeof(float));
+  if (scratch == NULL) return false;
+  PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, attention_backward_groups, a, gr, scratch);
+  free(scratch);
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * rope, ropeBackward
+ * ------------------------------------------------------------------------------------------- */
+
+static void rope_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const float *x, float *out) {
+  int64_t H = sp->H, D = sp->D, half = D / 2;
+  for (int64_t r = lo; r < hi; r++) {
+    const float *cr = sp->cos + (int64_t)sp->pos[r] * half, *sr = sp->sin + (int64_t)sp->pos[r] * half;
+    for (int64_t h = 0; h < H; h++) {
+      const float *xh = x + (r * H + h) * D;
+      float *o = out + (r * H + h) * D;
+      for (int64_t i = 0; i < half; i++) {
+        float a = xh[i], b = xh[i + half]; /* read both first: out may alias x */
+        o[i] = a * cr[i] - b * sr[i];
+        o[i + half] = b * cr[i] + a * sr[i];
+      }
+    }
+  }
+}
+
+void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out) {
+  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, rope_rows, sp, x, out);
+}
+
+static void rope_backward_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const float *gy, float *gx) {
+  int64_t H = sp->H, D = sp->D, half = D / 2;
+  for (int64_t r = lo; r < hi; r++) {
+    const float *cr = sp->cos + (int64_t)sp->pos[r] * half, *sr = sp->sin + (int64_t)sp->pos[r] * half;
+    for (int64_t h = 0; h < H; h++) {
+      const float *g = gy + (r * H + h) * D;
+      float *o = gx + (r * H + h) * D;
+      for (int64_t i = 0; i < half; i++) {
+        float a = g[i], b = g[i + half];
+        o[i] += a * cr[i] + b * sr[i];
+        o[i + half] += b * cr[i] - a * sr[i];
+      }
+    }
+  }
+}
+
+void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx) {
+  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, rope_backward_rows, sp, gy, gx);
+}

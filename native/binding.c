@@ -1,0 +1,862 @@
+/*
+ * N-API bindings: the `Backend` interface of src/engine/backend.ts as JS functions over the
+ * launchers of the other files, and the addon's process set-up.
+ *
+ * Every argument is checked before any loop runs: wrong types and too-short buffers throw a
+ * TypeError naming the argument, bad sizes or indices a RangeError, so no kernel reads or writes
+ * out of bounds.
+ */
+#include <node_api.h>
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include "magrpo.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Process set-up: malloc tuning and the thread count, once per process (worker threads load the
+ * addon again but share its state).
+ * ------------------------------------------------------------------------------------------- */
+
+static int env_threads(const char *name) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0') return 0;
+  char *end;
+  long n = strtol(s, &end, 10);
+  return (*end == '\0' && n > 0 && n <= MAX_THREADS) ? (int)n : 0;
+}
+
+/* Tensors are freed by V8's garbage collector in bursts, and glibc's defaults hand big freed
+ * blocks back to the kernel (blocks over 128 KiB-32 MiB live in their own mmap, and the heap is
+ * trimmed when its free top passes 128 KiB), so every step's allocations page-fault and zero
+ * fresh memory again: 10% of a step at 1M parameters, 8% at 124M (600 MB of faults per step).
+ * Keep every block on the heap and never trim it: the process stays at its peak size, which the
+ * next step reuses. Worker threads' arenas still mmap what does not fit their heaps. */
+static void tune_malloc(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
+#endif
+}
+
+static void init_process_once(void) {
+  tune_malloc();
+  int n = env_threads("MAGRPO_NUM_THREADS");
+  if (n == 0) n = env_threads("OPENBLAS_NUM_THREADS");
+  if (n == 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    n = cores > 0 ? (int)cores : 1;
+  }
+  set_threads(n);
+}
+
+
+/* ---------------------------------------------------------------------------------------------
+ * Argument parsing. A `Call` collects arguments; the first failure throws and marks the call
+ * failed, later getters become no-ops, and the kernel checks `c.failed` once before working.
+ * ------------------------------------------------------------------------------------------- */
+
+#define MAX_ARGS 16
+
+typedef struct {
+  napi_env env;
+  const char *fn;
+  napi_value argv[MAX_ARGS];
+  bool failed;
+} Call;
+
+static void fail(Call *c, bool range, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(Call *c, bool range, const char *fmt, ...) {
+  if (c->failed) return;
+  char msg[320];
+  int n = snprintf(msg, sizeof msg, "native.%s: ", c->fn);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (range)
+    napi_throw_range_error(c->env, "NATIVE_BAD_ARGUMENT", msg);
+  else
+    napi_throw_type_error(c->env, "NATIVE_BAD_ARGUMENT", msg);
+  c->failed = true;
+}
+
+static bool call_init(Call *c, napi_env env, napi_callback_info info, const char *fn, size_t want) {
+  c->env = env;
+  c->fn = fn;
+  c->failed = false;
+  size_t argc = MAX_ARGS;
+  if (napi_get_cb_info(env, info, &argc, c->argv, NULL, NULL) != napi_ok) {
+    fail(c, false, "could not read arguments");
+    return false;
+  }
+  if (argc < want) {
+    fail(c, false, "expects %zu arguments, got %zu", want, argc);
+    return false;
+  }
+  return true;
+}
+
+static double arg_number(Call *c, size_t i, const char *name) {
+  if (c->failed) return 0;
+  double d;
+  if (napi_get_value_double(c->env, c->argv[i], &d) != napi_ok) {
+    fail(c, false, "%s must be a number", name);
+    return 0;
+  }
+  return d;
+}
+
+/* An integer in [lo, 2^53]; sizes use lo = 0. */
+static int64_t arg_int(Call *c, size_t i, const char *name, double lo) {
+  double d = arg_number(c, i, name);
+  if (c->failed) return 0;
+  if (!(d >= lo && d <= 9007199254740992.0) || d != floor(d)) {
+    fail(c, true, "%s must be an integer >= %.0f, got %g", name, lo, d);
+    return 0;
+  }
+  return (int64_t)d;
+}
+
+static bool arg_bool(Call *c, size_t i, const char *name) {
+  if (c->failed) return false;
+  bool b;
+  if (napi_get_value_bool(c->env, c->argv[i], &b) != napi_ok) {
+    fail(c, false, "%s must be a boolean", name);
+    return false;
+  }
+  return b;
+}
+
+static const char *typed_array_name(napi_typedarray_type t) {
+  switch (t) {
+    case napi_int8_array: return "Int8Array";
+    case napi_uint8_array: return "Uint8Array";
+    case napi_uint8_clamped_array: return "Uint8ClampedArray";
+    case napi_int16_array: return "Int16Array";
+    case napi_uint16_array: return "Uint16Array";
+    case napi_int32_array: return "Int32Array";
+    case napi_uint32_array: return "Uint32Array";
+    case napi_float32_array: return "Float32Array";
+    case napi_float64_array: return "Float64Array";
+    case napi_bigint64_array: return "BigInt64Array";
+    case napi_biguint64_array: return "BigUint64Array";
+    default: return "typed array";
+  }
+}
+
+static const char *js_type_name(Call *c, napi_value v) {
+  napi_valuetype t;
+  if (napi_typeof(c->env, v, &t) != napi_ok) return "unknown";
+  switch (t) {
+    case napi_undefined: return "undefined";
+    case napi_null: return "null";
+    case napi_boolean: return "boolean";
+    case napi_number: return "number";
+    case napi_string: return "string";
+    case napi_symbol: return "symbol";
+    case napi_object: {
+      bool arr = false;
+      napi_is_array(c->env, v, &arr);
+      return arr ? "Array" : "object";
+    }
+    case napi_function: return "function";
+    case napi_bigint: return "bigint";
+    default: return "unknown";
+  }
+}
+
+/* The data of a typed array of type `want` holding at least `need` elements. `need` is a double
+ * so that products of sizes cannot overflow before the comparison. */
+static void *arg_typed(Call *c, size_t i, const char *name, napi_typedarray_type want, double need, size_t *len_out) {
+  if (c->failed) return NULL;
+  napi_value v = c->argv[i];
+  napi_typedarray_type type;
+  size_t len;
+  void *data;
+  if (napi_get_typedarray_info(c->env, v, &type, &len, &data, NULL, NULL) != napi_ok) { /* not a typed array */
+    fail(c, false, "%s must be a %s, got %s", name, typed_array_name(want), js_type_name(c, v));
+    return NULL;
+  }
+  if (type != want) {
+    fail(c, false, "%s must be a %s, got %s", name, typed_array_name(want), typed_array_name(type));
+    return NULL;
+  }
+  if ((double)len < need) {
+    fail(c, false, "%s has %zu elements, needs at least %.0f", name, len, need);
+    return NULL;
+  }
+  if (len_out) *len_out = len;
+  return data;
+}
+
+static float *arg_f32(Call *c, size_t i, const char *name, double need) {
+  return (float *)arg_typed(c, i, name, napi_float32_array, need, NULL);
+}
+static int32_t *arg_i32(Call *c, size_t i, const char *name, double need) {
+  return (int32_t *)arg_typed(c, i, name, napi_int32_array, need, NULL);
+}
+/* A Float32Array table whose extent is implied by indices (W, cos, sin): returns its length too. */
+static float *arg_f32_table(Call *c, size_t i, const char *name, size_t *len) {
+  *len = 0;
+  return (float *)arg_typed(c, i, name, napi_float32_array, 0, len);
+}
+
+static void arg_string(Call *c, size_t i, const char *name, char *buf, size_t cap) {
+  buf[0] = '\0';
+  if (c->failed) return;
+  size_t len;
+  if (napi_get_value_string_utf8(c->env, c->argv[i], buf, cap, &len) != napi_ok) fail(c, false, "%s must be a string", name);
+}
+
+static napi_value undefined(napi_env env) {
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+
+/* A buffer argument that may be null or undefined (not given, or a gradient not wanted). */
+static bool arg_is_null(Call *c, size_t i) {
+  napi_valuetype t;
+  napi_typeof(c->env, c->argv[i], &t);
+  return t == napi_null || t == napi_undefined;
+}
+
+static float *arg_f32_or_null(Call *c, size_t i, const char *name, double need) {
+  if (c->failed) return NULL;
+  return arg_is_null(c, i) ? NULL : arg_f32(c, i, name, need);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * gemm
+ * ------------------------------------------------------------------------------------------- */
+
+static napi_value k_gemm(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "gemm", 16)) return NULL;
+  bool tA = arg_bool(&c, 0, "transA"), tB = arg_bool(&c, 1, "transB");
+  int64_t M = arg_int(&c, 2, "M", 0), N = arg_int(&c, 3, "N", 0), K = arg_int(&c, 4, "K", 0);
+  double alpha = arg_number(&c, 5, "alpha");
+  int64_t offA = arg_int(&c, 7, "offA", 0), lda = arg_int(&c, 8, "lda", 0);
+  int64_t offB = arg_int(&c, 10, "offB", 0), ldb = arg_int(&c, 11, "ldb", 0);
+  double beta = arg_number(&c, 12, "beta");
+  int64_t offC = arg_int(&c, 14, "offC", 0), ldc = arg_int(&c, 15, "ldc", 0);
+  if (c.failed) return NULL;
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX) {
+    fail(&c, true, "sizes and leading dimensions must be < 2^31");
+    return NULL;
+  }
+  /* A is stored [rowsA, colsA] with row stride lda; likewise B and C. */
+  int64_t rowsA = tA ? K : M, colsA = tA ? M : K;
+  int64_t rowsB = tB ? N : K, colsB = tB ? K : N;
+  int64_t minA = colsA > 1 ? colsA : 1, minB = colsB > 1 ? colsB : 1, minC = N > 1 ? N : 1;
+  if (lda < minA) fail(&c, true, "lda = %lld is less than %lld, the row length of A as stored", (long long)lda, (long long)minA);
+  if (ldb < minB) fail(&c, true, "ldb = %lld is less than %lld, the row length of B as stored", (long long)ldb, (long long)minB);
+  if (ldc < minC) fail(&c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)minC);
+  bool emptyA = rowsA == 0 || colsA == 0, emptyB = rowsB == 0 || colsB == 0, emptyC = M == 0 || N == 0;
+  float *A = arg_f32(&c, 6, "A", emptyA ? 0 : (double)offA + (double)(rowsA - 1) * lda + colsA);
+  float *B = arg_f32(&c, 9, "B", emptyB ? 0 : (double)offB + (double)(rowsB - 1) * ldb + colsB);
+  float *C = arg_f32(&c, 13, "C", emptyC ? 0 : (double)offC + (double)(M - 1) * ldc + N);
+  if (c.failed || emptyC) return c.failed ? NULL : undefined(env);
+  gemm_f32(tA, tB, M, N, K, alpha, A + offA, lda, B + offB, ldb, beta, C + offC, ldc);
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * elementwise
+ * ------------------------------------------------------------------------------------------- */
+
+static int read_dims(Call *c, size_t i, const char *name, int64_t *dst, int expect_rank) {
+  if (c->failed) return 0;
+  napi_value arr = c->argv[i];
+  bool is_arr = false;
+  napi_is_array(c->env, arr, &is_arr);
+  if (!is_arr) {
+    fail(c, false, "%s must be an Array of numbers, got %s", name, js_type_name(c, arr));
+    return 0;
+  }
+  uint32_t rank;
+  napi_get_array_length(c->env, arr, &rank);
+  if (rank > MAX_RANK) {
+    fail(c, true, "%s has rank %u, at most %d is supported", name, rank, MAX_RANK);
+    return 0;
+  }
+  if (expect_rank >= 0 && (int)rank != expect_rank) {
+    fail(c, true, "%s has %u entries, shape has %d", name, rank, expect_rank);
+    return 0;
+  }
+  for (uint32_t d = 0; d < rank; d++) {
+    napi_value e;
+    double v;
+    if (napi_get_element(c->env, arr, d, &e) != napi_ok || napi_get_value_double(c->env, e, &v) != napi_ok || !(v >= 0 && v <= 9007199254740992.0) ||
+        v != floor(v)) {
+      fail(c, true, "%s[%u] must be a non-negative integer", name, d);
+      return 0;
+    }
+    dst[d] = (int64_t)v;
+  }
+  return (int)rank;
+}
+
+static napi_value k_binary(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "binary", 7)) return NULL;
+  char opname[8];
+  arg_string(&c, 0, "op", opname, sizeof opname);
+  int op = !strcmp(opname, "add") ? OP_ADD : !strcmp(opname, "sub") ? OP_SUB : !strcmp(opname, "mul") ? OP_MUL : !strcmp(opname, "div") ? OP_DIV : -1;
+  if (!c.failed && op < 0) fail(&c, true, "unknown binary op '%s'", opname);
+  int64_t shape[MAX_RANK], as[MAX_RANK], bs[MAX_RANK];
+  int rank = read_dims(&c, 1, "shape", shape, -1);
+  read_dims(&c, 3, "aStrides", as, rank);
+  read_dims(&c, 5, "bStrides", bs, rank);
+  if (c.failed) return NULL;
+  double n = 1, lastA = 0, lastB = 0;
+  for (int d = 0; d < rank; d++) {
+    n *= (double)shape[d];
+    lastA += (double)(shape[d] - 1) * as[d];
+    lastB += (double)(shape[d] - 1) * bs[d];
+  }
+  float *a = arg_f32(&c, 2, "a", n == 0 ? 0 : lastA + 1);
+  float *b = arg_f32(&c, 4, "b", n == 0 ? 0 : lastB + 1);
+  float *out = arg_f32(&c, 6, "out", n);
+  if (c.failed) return NULL;
+  binary_forward(op, rank, shape, a, as, b, bs, out);
+  return undefined(env);
+}
+
+static int unary_op(Call *c, size_t i) {
+  char s[8];
+  arg_string(c, i, "op", s, sizeof s);
+  if (c->failed) return -1;
+  static const char *names[] = {"gelu", "silu", "relu", "exp", "log", "tanh", "neg", "sqrt", "square"};
+  for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
+    if (!strcmp(s, names[k])) return k;
+  fail(c, true, "unknown unary op '%s'", s);
+  return -1;
+}
+
+static napi_value k_unary(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "unary", 4)) return NULL;
+  int op = unary_op(&c, 0);
+  int64_t n = arg_int(&c, 1, "n", 0);
+  const float *x = arg_f32(&c, 2, "x", (double)n);
+  float *out = arg_f32(&c, 3, "out", (double)n);
+  if (c.failed) return NULL;
+  unary_forward(op, n, x, out);
+  return undefined(env);
+}
+
+static napi_value k_unary_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "unaryBackward", 5)) return NULL;
+  int op = unary_op(&c, 0);
+  int64_t n = arg_int(&c, 1, "n", 0);
+  const float *x = arg_f32(&c, 2, "x", (double)n);
+  const float *gy = arg_f32(&c, 3, "gy", (double)n);
+  float *gx = arg_f32(&c, 4, "gx", (double)n);
+  if (c.failed) return NULL;
+  unary_backward(op, n, x, gy, gx);
+  return undefined(env);
+}
+
+static napi_value k_axpy(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "axpy", 4)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  double alpha = arg_number(&c, 1, "alpha");
+  const float *x = arg_f32(&c, 2, "x", (double)n);
+  float *y = arg_f32(&c, 3, "y", (double)n);
+  if (c.failed) return NULL;
+  axpy_f32(n, alpha, x, y);
+  return undefined(env);
+}
+
+static napi_value k_scale(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "scale", 3)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  double alpha = arg_number(&c, 1, "alpha");
+  float *x = arg_f32(&c, 2, "x", (double)n);
+  if (c.failed) return NULL;
+  scale_f32(n, alpha, x);
+  return undefined(env);
+}
+
+static napi_value k_sum_squares(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "sumSquares", 2)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  const float *x = arg_f32(&c, 1, "x", (double)n);
+  if (c.failed) return NULL;
+  napi_value r;
+  napi_create_double(env, sum_squares(n, x), &r);
+  return r;
+}
+
+static napi_value k_reduce_sum(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "reduceSum", 6)) return NULL;
+  int64_t outer = arg_int(&c, 0, "outer", 0), len = arg_int(&c, 1, "len", 0), inner = arg_int(&c, 2, "inner", 0);
+  const float *x = arg_f32(&c, 3, "x", (double)outer * len * inner);
+  float *out = arg_f32(&c, 4, "out", (double)outer * inner);
+  bool acc = arg_bool(&c, 5, "accumulate");
+  if (c.failed) return NULL;
+  reduce_sum(outer, len, inner, x, out, acc);
+  return undefined(env);
+}
+
+static napi_value k_copy2d(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "copy2d", 9)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), cols = arg_int(&c, 1, "cols", 0);
+  int64_t srcOff = arg_int(&c, 3, "srcOff", 0), lds = arg_int(&c, 4, "ldSrc", 0);
+  int64_t dstOff = arg_int(&c, 6, "dstOff", 0), ldd = arg_int(&c, 7, "ldDst", 0);
+  bool acc = arg_bool(&c, 8, "accumulate");
+  if (!c.failed && rows > 1 && ldd < cols) fail(&c, true, "ldDst = %lld is less than cols = %lld: rows would overlap", (long long)ldd, (long long)cols);
+  bool empty = rows == 0 || cols == 0;
+  const float *src = arg_f32(&c, 2, "src", empty ? 0 : (double)srcOff + (double)(rows - 1) * lds + cols);
+  float *dst = arg_f32(&c, 5, "dst", empty ? 0 : (double)dstOff + (double)(rows - 1) * ldd + cols);
+  if (c.failed || empty) return c.failed ? NULL : undefined(env);
+  copy2d(rows, cols, src + srcOff, lds, dst + dstOff, ldd, acc);
+  return undefined(env);
+}
+
+static napi_value k_swiglu(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "swiglu", 4)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  const float *g = arg_f32(&c, 1, "gate", (double)n);
+  const float *u = arg_f32(&c, 2, "up", (double)n);
+  float *out = arg_f32(&c, 3, "out", (double)n);
+  if (c.failed) return NULL;
+  swiglu_forward(n, g, u, out);
+  return undefined(env);
+}
+
+static napi_value k_swiglu_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "swigluBackward", 6)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  const float *g = arg_f32(&c, 1, "gate", (double)n);
+  const float *u = arg_f32(&c, 2, "up", (double)n);
+  const float *gy = arg_f32(&c, 3, "gy", (double)n);
+  float *gg = arg_f32(&c, 4, "gGate", (double)n);
+  float *gu = arg_f32(&c, 5, "gUp", (double)n);
+  if (c.failed) return NULL;
+  swiglu_backward(n, g, u, gy, gg, gu);
+  return undefined(env);
+}
+
+/* Checks every id indexes a row of W (which has `len` elements, C per row). */
+static void check_ids(Call *c, const int32_t *ids, int64_t n, int64_t C, size_t len) {
+  if (c->failed || C == 0) return;
+  int64_t V = (int64_t)(len / (size_t)C);
+  for (int64_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= V) {
+      fail(c, true, "ids[%lld] = %d is outside the %lld rows of the table", (long long)i, ids[i], (long long)V);
+      return;
+    }
+}
+
+static napi_value k_embedding(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "embedding", 5)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0), C = arg_int(&c, 1, "C", 0);
+  const int32_t *ids = arg_i32(&c, 2, "ids", (double)n);
+  size_t len;
+  const float *W = arg_f32_table(&c, 3, "W", &len);
+  float *out = arg_f32(&c, 4, "out", (double)n * C);
+  check_ids(&c, ids, n, C, len);
+  if (c.failed) return NULL;
+  embedding_forward(n, C, ids, W, out);
+  return undefined(env);
+}
+
+static napi_value k_embedding_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "embeddingBackward", 5)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0), C = arg_int(&c, 1, "C", 0);
+  const int32_t *ids = arg_i32(&c, 2, "ids", (double)n);
+  const float *gy = arg_f32(&c, 3, "gy", (double)n * C);
+  size_t len;
+  float *gW = arg_f32_table(&c, 4, "gW", &len);
+  check_ids(&c, ids, n, C, len);
+  if (c.failed) return NULL;
+  embedding_backward(n, C, ids, gy, gW);
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * attention family: softmax, attention, rope
+ * ------------------------------------------------------------------------------------------- */
+
+static napi_value k_softmax(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "softmax", 11)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), cols = arg_int(&c, 1, "cols", 0);
+  int64_t xOff = arg_int(&c, 3, "xOff", 0), outOff = arg_int(&c, 5, "outOff", 0);
+  SoftmaxSpec sp = {.cols = cols, .scale = (float)arg_number(&c, 6, "scale"), .causal = arg_bool(&c, 7, "causal")};
+  sp.rowPos0 = arg_int(&c, 8, "rowPos0", -9007199254740992.0);
+  int64_t kmOff = arg_int(&c, 10, "kmOff", 0);
+  double n = (double)rows * cols;
+  const float *x = arg_f32(&c, 2, "x", n == 0 ? 0 : xOff + n);
+  float *out = arg_f32(&c, 4, "out", n == 0 ? 0 : outOff + n);
+  if (!c.failed && !arg_is_null(&c, 9)) {
+    const uint8_t *km = arg_typed(&c, 9, "keyMask", napi_uint8_array, cols == 0 ? 0 : (double)kmOff + cols, NULL);
+    if (km) sp.km = km + kmOff;
+  }
+  if (c.failed || n == 0) return c.failed ? NULL : undefined(env);
+  softmax_forward(rows, &sp, x + xOff, out + outOff);
+  return undefined(env);
+}
+
+static napi_value k_softmax_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "softmaxBackward", 9)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), cols = arg_int(&c, 1, "cols", 0);
+  int64_t yOff = arg_int(&c, 3, "yOff", 0), gyOff = arg_int(&c, 5, "gyOff", 0), gxOff = arg_int(&c, 7, "gxOff", 0);
+  float scale = (float)arg_number(&c, 8, "scale");
+  double n = (double)rows * cols;
+  const float *y = arg_f32(&c, 2, "y", n == 0 ? 0 : yOff + n);
+  const float *gy = arg_f32(&c, 4, "gy", n == 0 ? 0 : gyOff + n);
+  float *gx = arg_f32(&c, 6, "gx", n == 0 ? 0 : gxOff + n);
+  if (c.failed || n == 0) return c.failed ? NULL : undefined(env);
+  softmax_backward(rows, cols, scale, y + yOff, gy + gyOff, gx + gxOff);
+  return undefined(env);
+}
+
+/* Parses the arguments shared by attention and attentionBackward (sizes, q, k, v, P). */
+static AttnSpec attn_args(Call *c, float **P) {
+  AttnSpec a = {0};
+  a.B = arg_int(c, 0, "B", 0), a.T = arg_int(c, 1, "T", 0), a.S = arg_int(c, 2, "S", 0), a.Smax = arg_int(c, 3, "Smax", 0);
+  a.H = arg_int(c, 4, "H", 0), a.Hkv = arg_int(c, 5, "Hkv", 0), a.D = arg_int(c, 6, "D", 0);
+  if (!c->failed && a.S > a.Smax) fail(c, true, "S = %lld is larger than Smax = %lld", (long long)a.S, (long long)a.Smax);
+  if (!c->failed && (a.Hkv == 0 ? a.H != 0 : a.H % a.Hkv != 0)) fail(c, true, "H = %lld is not a multiple of Hkv = %lld", (long long)a.H, (long long)a.Hkv);
+  if (!c->failed && (a.T > INT32_MAX || a.S > INT32_MAX || a.D > INT32_MAX || a.H * a.D > INT32_MAX)) fail(c, true, "sizes must be < 2^31");
+  double nq = (double)a.B * a.T * a.H * a.D, nk = (double)a.B * a.Smax * a.Hkv * a.D;
+  a.q = arg_f32(c, 7, "q", nq), a.k = arg_f32(c, 8, "k", nk), a.v = arg_f32(c, 9, "v", nk);
+  *P = arg_f32(c, 10, "P", (double)a.B * a.H * a.T * a.S);
+  return a;
+}
+
+static napi_value k_attention(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "attention", 16)) return NULL;
+  float *P;
+  AttnSpec a = attn_args(&c, &P);
+  float *out = arg_f32(&c, 11, "out", (double)a.B * a.T * a.H * a.D);
+  if (!c.failed && !arg_is_null(&c, 12)) a.km = arg_typed(&c, 12, "keyMask", napi_uint8_array, (double)a.B * a.Smax, NULL);
+  a.causal = arg_bool(&c, 13, "causal");
+  a.pastLen = arg_int(&c, 14, "pastLen", -9007199254740992.0);
+  a.scale = (float)arg_number(&c, 15, "scale");
+  if (c.failed) return NULL;
+  attention_forward(&a, P, out);
+  return undefined(env);
+}
+
+static napi_value k_attention_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "attentionBackward", 16)) return NULL;
+  AttnGrads gr = {0};
+  float *P;
+  AttnSpec a = attn_args(&c, &P);
+  gr.P = P;
+  double nq = (double)a.B * a.T * a.H * a.D, nk = (double)a.B * a.Smax * a.Hkv * a.D;
+  gr.gO = arg_f32(&c, 11, "gOut", nq);
+  a.scale = (float)arg_number(&c, 12, "scale");
+  gr.gq = arg_f32_or_null(&c, 13, "gq", nq);
+  gr.gk = arg_f32_or_null(&c, 14, "gk", nk);
+  gr.gv = arg_f32_or_null(&c, 15, "gv", nk);
+  if (c.failed) return NULL;
+  if (!attention_backward(&a, &gr)) {
+    napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.attentionBackward: out of memory");
+    return NULL;
+  }
+  return undefined(env);
+}
+
+/* Parses the arguments shared by rope and ropeBackward; positions are checked against the tables. */
+static RopeSpec rope_args(Call *c, int64_t *rows) {
+  RopeSpec sp = {0};
+  *rows = arg_int(c, 0, "rows", 0), sp.H = arg_int(c, 1, "H", 0), sp.D = arg_int(c, 2, "D", 0);
+  if (!c->failed && sp.D % 2) fail(c, true, "D = %lld must be even", (long long)sp.D);
+  sp.pos = arg_i32(c, 4, "positions", (double)*rows);
+  size_t nc, ns;
+  sp.cos = arg_f32_table(c, 5, "cos", &nc);
+  sp.sin = arg_f32_table(c, 6, "sin", &ns);
+  int64_t half = sp.D / 2;
+  if (c->failed || half == 0 || sp.H == 0) return sp;
+  size_t maxPos = (nc < ns ? nc : ns) / (size_t)half;
+  for (int64_t r = 0; r < *rows; r++)
+    if (sp.pos[r] < 0 || (size_t)sp.pos[r] >= maxPos) {
+      fail(c, true, "positions[%lld] = %d is outside the cos/sin tables of %zu positions", (long long)r, sp.pos[r], maxPos);
+      break;
+    }
+  return sp;
+}
+
+static napi_value k_rope(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "rope", 8)) return NULL;
+  int64_t rows;
+  RopeSpec sp = rope_args(&c, &rows);
+  double n = (double)rows * sp.H * sp.D;
+  const float *x = arg_f32(&c, 3, "x", n);
+  float *out = arg_f32(&c, 7, "out", n);
+  if (c.failed) return NULL;
+  rope_forward(rows, &sp, x, out);
+  return undefined(env);
+}
+
+static napi_value k_rope_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "ropeBackward", 8)) return NULL;
+  int64_t rows;
+  RopeSpec sp = rope_args(&c, &rows);
+  double n = (double)rows * sp.H * sp.D;
+  const float *gy = arg_f32(&c, 3, "gy", n);
+  float *gx = arg_f32(&c, 7, "gx", n);
+  if (c.failed) return NULL;
+  rope_backward(rows, &sp, gy, gx);
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * norms
+ * ------------------------------------------------------------------------------------------- */
+
+static napi_value k_rmsnorm(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "rmsnorm", 7)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), C = arg_int(&c, 1, "C", 0);
+  double n = (double)rows * C;
+  const float *x = arg_f32(&c, 2, "x", n);
+  const float *w = arg_f32(&c, 3, "w", (double)C);
+  double eps = arg_number(&c, 4, "eps");
+  float *out = arg_f32(&c, 5, "out", n);
+  float *rstd = arg_f32(&c, 6, "rstd", (double)rows);
+  if (c.failed) return NULL;
+  rmsnorm_forward(rows, C, x, w, eps, out, rstd);
+  return undefined(env);
+}
+
+static napi_value k_rmsnorm_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "rmsnormBackward", 8)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), C = arg_int(&c, 1, "C", 0);
+  double n = (double)rows * C;
+  const float *x = arg_f32(&c, 2, "x", n);
+  const float *w = arg_f32(&c, 3, "w", (double)C);
+  const float *rstd = arg_f32(&c, 4, "rstd", (double)rows);
+  const float *gy = arg_f32(&c, 5, "gy", n);
+  float *gx = arg_f32(&c, 6, "gx", n);
+  float *gw = arg_f32(&c, 7, "gw", (double)C);
+  if (c.failed) return NULL;
+  rmsnorm_backward(rows, C, x, w, rstd, gy, gx, gw);
+  return undefined(env);
+}
+
+static napi_value k_layernorm(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "layernorm", 9)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), C = arg_int(&c, 1, "C", 0);
+  double n = (double)rows * C;
+  const float *x = arg_f32(&c, 2, "x", n);
+  const float *w = arg_f32(&c, 3, "w", (double)C);
+  const float *b = arg_f32(&c, 4, "b", (double)C);
+  double eps = arg_number(&c, 5, "eps");
+  float *out = arg_f32(&c, 6, "out", n);
+  float *mean = arg_f32(&c, 7, "mean", (double)rows);
+  float *rstd = arg_f32(&c, 8, "rstd", (double)rows);
+  if (c.failed) return NULL;
+  layernorm_forward(rows, C, x, w, b, eps, out, mean, rstd);
+  return undefined(env);
+}
+
+static napi_value k_layernorm_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "layernormBackward", 10)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), C = arg_int(&c, 1, "C", 0);
+  double n = (double)rows * C;
+  const float *x = arg_f32(&c, 2, "x", n);
+  const float *w = arg_f32(&c, 3, "w", (double)C);
+  const float *mean = arg_f32(&c, 4, "mean", (double)rows);
+  const float *rstd = arg_f32(&c, 5, "rstd", (double)rows);
+  const float *gy = arg_f32(&c, 6, "gy", n);
+  float *gx = arg_f32(&c, 7, "gx", n);
+  float *gw = arg_f32(&c, 8, "gw", (double)C);
+  float *gb = arg_f32(&c, 9, "gb", (double)C);
+  if (c.failed) return NULL;
+  layernorm_backward(rows, C, x, w, mean, rstd, gy, gx, gw, gb);
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * optimiser
+ * ------------------------------------------------------------------------------------------- */
+
+static napi_value k_adamw(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "adamw", 12)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 0);
+  float *p = arg_f32(&c, 1, "p", (double)n);
+  const float *g = arg_f32(&c, 2, "g", (double)n);
+  float *m = arg_f32(&c, 3, "m", (double)n);
+  float *v = arg_f32(&c, 4, "v", (double)n);
+  AdamSpec h = {arg_number(&c, 5, "lr"), arg_number(&c, 6, "b1"),  arg_number(&c, 7, "b2"),  arg_number(&c, 8, "eps"),
+                arg_number(&c, 9, "wd"), arg_number(&c, 10, "bc1"), arg_number(&c, 11, "bc2")};
+  if (c.failed) return NULL;
+  adamw_update(n, &h, p, g, m, v);
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * sampling: logSoftmaxGather, its backward, entropy, topk
+ * ------------------------------------------------------------------------------------------- */
+
+/* Throws unless every target is < V (negative targets mean "ignored"). */
+static void check_targets(Call *c, const int32_t *t, int64_t rows, int64_t V) {
+  if (c->failed) return;
+  for (int64_t r = 0; r < rows; r++)
+    if (t[r] >= V) {
+      fail(c, true, "targets[%lld] = %d is out of range, V = %lld", (long long)r, t[r], (long long)V);
+      return;
+    }
+}
+
+static napi_value k_log_softmax_gather(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "logSoftmaxGather", 6)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), V = arg_int(&c, 1, "V", 0);
+  if (!c.failed && rows > 0 && V == 0) fail(&c, true, "V must be > 0");
+  const float *logits = arg_f32(&c, 2, "logits", (double)rows * V);
+  const int32_t *targets = arg_i32(&c, 3, "targets", (double)rows);
+  float *logp = arg_f32(&c, 4, "logp", (double)rows);
+  float *lse = arg_f32(&c, 5, "lse", (double)rows);
+  check_targets(&c, targets, rows, V);
+  if (c.failed) return NULL;
+  log_softmax_gather_forward(rows, V, logits, targets, logp, lse);
+  return undefined(env);
+}
+
+static napi_value k_log_softmax_gather_backward(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "logSoftmaxGatherBackward", 7)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), V = arg_int(&c, 1, "V", 0);
+  const float *logits = arg_f32(&c, 2, "logits", (double)rows * V);
+  const float *lse = arg_f32(&c, 3, "lse", (double)rows);
+  const int32_t *targets = arg_i32(&c, 4, "targets", (double)rows);
+  const float *gLogp = arg_f32(&c, 5, "gLogp", (double)rows);
+  float *gLogits = arg_f32(&c, 6, "gLogits", (double)rows * V);
+  check_targets(&c, targets, rows, V);
+  if (c.failed) return NULL;
+  log_softmax_gather_backward(rows, V, logits, lse, targets, gLogp, gLogits);
+  return undefined(env);
+}
+
+static napi_value k_entropy(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "entropy", 5)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), V = arg_int(&c, 1, "V", 0);
+  const float *logits = arg_f32(&c, 2, "logits", (double)rows * V);
+  const float *lse = arg_f32(&c, 3, "lse", (double)rows);
+  float *out = arg_f32(&c, 4, "out", (double)rows);
+  if (c.failed) return NULL;
+  entropy_forward(rows, V, logits, lse, out);
+  return undefined(env);
+}
+
+static napi_value k_topk(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "topk", 6)) return NULL;
+  int64_t rows = arg_int(&c, 0, "rows", 0), n = arg_int(&c, 1, "n", 0), k = arg_int(&c, 3, "k", 0);
+  if (!c.failed && k > n) fail(&c, true, "k = %lld is larger than n = %lld", (long long)k, (long long)n);
+  if (!c.failed && n > INT32_MAX) fail(&c, true, "n must be < 2^31");
+  const float *x = arg_f32(&c, 2, "x", (double)rows * n);
+  float *vals = arg_f32(&c, 4, "vals", (double)rows * k);
+  int32_t *idx = arg_i32(&c, 5, "idx", (double)rows * k);
+  if (c.failed) return NULL;
+  if (!topk_rows(rows, n, k, x, vals, idx)) {
+    napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.topk: out of memory");
+    return NULL;
+  }
+  return undefined(env);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * threads API and module init
+ * ------------------------------------------------------------------------------------------- */
+
+static napi_value k_set_num_threads(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "setNumThreads", 1)) return NULL;
+  int64_t n = arg_int(&c, 0, "n", 1);
+  if (!c.failed && n > MAX_THREADS) fail(&c, true, "n = %lld is more threads than supported (%d)", (long long)n, MAX_THREADS);
+  if (c.failed) return NULL;
+  set_threads((int)n);
+  return undefined(env);
+}
+
+static napi_value k_get_num_threads(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value r;
+  napi_create_int32(env, threads(), &r);
+  return r;
+}
+
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+
+NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
+  pthread_once(&g_init_once, init_process_once);
+  static const struct {
+    const char *name;
+    napi_callback fn;
+  } fns[] = {
+      {"setNumThreads", k_set_num_threads},
+      {"getNumThreads", k_get_num_threads},
+      {"gemm", k_gemm},
+      {"binary", k_binary},
+      {"unary", k_unary},
+      {"unaryBackward", k_unary_backward},
+      {"axpy", k_axpy},
+      {"scale", k_scale},
+      {"sumSquares", k_sum_squares},
+      {"reduceSum", k_reduce_sum},
+      {"softmax", k_softmax},
+      {"softmaxBackward", k_softmax_backward},
+      {"attention", k_attention},
+      {"attentionBackward", k_attention_backward},
+      {"copy2d", k_copy2d},
+      {"logSoftmaxGather", k_log_softmax_gather},
+      {"logSoftmaxGatherBackward", k_log_softmax_gather_backward},
+      {"entropy", k_entropy},
+      {"rmsnorm", k_rmsnorm},
+      {"rmsnormBackward", k_rmsnorm_backward},
+      {"layernorm", k_layernorm},
+      {"layernormBackward", k_layernorm_backward},
+      {"rope", k_rope},
+      {"ropeBackward", k_rope_backward},
+      {"swiglu", k_swiglu},
+      {"swigluBackward", k_swiglu_backward},
+      {"embedding", k_embedding},
+      {"embeddingBackward", k_embedding_backward},
+      {"adamw", k_adamw},
+      {"topk", k_topk},
+  };
+  for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+    napi_value f;
+    if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f) != napi_ok ||
+        napi_set_named_property(env, exports, fns[i].name, f) != napi_ok)
+      return NULL;
+  }
+  return exports;
+}

@@ -1,0 +1,118 @@
+/*
+ * BLAS glue: gemm (OpenBLAS cblas_sgemm, or the few-rows kernel below) and the thread count that
+ * OpenBLAS and our OpenMP loops share.
+ */
+#include <cblas.h>
+
+#include "magrpo.h"
+
+int g_threads = 1;
+
+void set_threads(int n) {
+  __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
+  openblas_set_num_threads(n);
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decode-time products x · Wᵀ have a handful of rows x against a weight W stored [N, K] (every
+ * Llama projection, every LM head). OpenBLAS streams W at 4-8 GB/s there, a third of the memory
+ * bandwidth, so rows M ≤ SKINNY_M take a kernel that reads each row of W once and dots it with
+ * the rows of x, four at a time, straight from L1.
+ * ------------------------------------------------------------------------------------------- */
+
+#define SKINNY_M 8
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* out[i] = a_i · b over K for the four rows a_i (two accumulators each, for FMA latency). */
+static inline void dot4(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
+  __m256 s[8];
+  for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m256 x = _mm256_loadu_ps(b + k), y = _mm256_loadu_ps(b + k + 8);
+    s[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k), x, s[0]);
+    s[1] = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + k), x, s[1]);
+    s[2] = _mm256_fmadd_ps(_mm256_loadu_ps(a2 + k), x, s[2]);
+    s[3] = _mm256_fmadd_ps(_mm256_loadu_ps(a3 + k), x, s[3]);
+    s[4] = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + k + 8), y, s[4]);
+    s[5] = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + k + 8), y, s[5]);
+    s[6] = _mm256_fmadd_ps(_mm256_loadu_ps(a2 + k + 8), y, s[6]);
+    s[7] = _mm256_fmadd_ps(_mm256_loadu_ps(a3 + k + 8), y, s[7]);
+  }
+  const float *a[4] = {a0, a1, a2, a3};
+  for (int i = 0; i < 4; i++) {
+    float t = hsum8(_mm256_add_ps(s[i], s[i + 4]));
+    for (int64_t kk = k; kk < K; kk++) t += a[i][kk] * b[kk];
+    out[i] = t;
+  }
+}
+#else
+static inline void dot4(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
+  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (int64_t k = 0; k < K; k++) s0 += a0[k] * b[k], s1 += a1[k] * b[k], s2 += a2[k] * b[k], s3 += a3[k] * b[k];
+  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+#endif
+
+typedef struct {
+  int64_t M, K, lda, ldb, ldc;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+} SkinnySpec;
+
+/* Columns [lo, hi) of C = alpha · A · Bᵀ + beta · C. Each row of B is read once (B is the big
+ * operand); rows past M in a block of four re-read the last row of A and are not stored. */
+static void skinny_nt_cols(int64_t lo, int64_t hi, const SkinnySpec *g) {
+  for (int64_t n = lo; n < hi; n++) {
+    const float *b = g->B + n * g->ldb;
+    for (int64_t m0 = 0; m0 < g->M; m0 += 4) {
+      const float *a[4];
+      for (int64_t i = 0; i < 4; i++) a[i] = g->A + (m0 + i < g->M ? m0 + i : g->M - 1) * g->lda;
+      float d[4];
+      dot4(b, a[0], a[1], a[2], a[3], g->K, d);
+      for (int64_t i = 0; i < 4 && m0 + i < g->M; i++) {
+        float *c = g->C + (m0 + i) * g->ldc + n;
+        *c = g->beta == 0.0f ? g->alpha * d[i] : g->alpha * d[i] + g->beta * *c;
+      }
+    }
+  }
+}
+
+void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
+              float *C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    /* C = beta·C; OpenBLAS rejects K = 0 with lda = 1 on some paths, so do it here. */
+    float b = (float)beta;
+    for (int64_t i = 0; i < M; i++) {
+      float *row = C + i * ldc;
+      for (int64_t j = 0; j < N; j++) row[j] = beta == 0.0 ? 0.0f : row[j] * b;
+    }
+    return;
+  }
+  if (!tA && tB && M <= SKINNY_M) {
+    SkinnySpec g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, skinny_nt_cols, &g);
+    return;
+  }
+#ifdef _OPENMP
+  /* An OpenMP build of OpenBLAS sizes its team from the calling thread's ICV, which a worker
+   * thread has not had set. */
+  if (omp_get_max_threads() != threads()) omp_set_num_threads(threads());
+#endif
+  cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B,
+              (int)ldb, (float)beta, C, (int)ldc);
+}

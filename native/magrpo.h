@@ -1,0 +1,226 @@
+/*
+ * magrpo native kernels: the declarations shared by the files of native/.
+ *
+ * One file per kernel family, each kernel's forward beside its backward:
+ *   gemm.c         BLAS glue: sgemm, the few-rows kernel of x · Wᵀ, the thread count
+ *   elementwise.c  binary, unary (activations), axpy, scale, sums, copies, SwiGLU, embedding
+ *   attention.c    softmax, attention (with KV cache), RoPE
+ *   norms.c        RMSNorm, LayerNorm
+ *   optim.c        AdamW
+ *   sampling.c     log-softmax gather (cross-entropy), entropy, top-k
+ *   binding.c      N-API: argument checks, the JS functions, module init
+ *
+ * A kernel family exposes launchers (e.g. rmsnorm_forward) that split the work into row ranges
+ * and run a range function on each, in parallel when the work is large enough. Launchers take
+ * checked arguments: binding.c validates every size, offset and index before calling them.
+ */
+#ifndef MAGRPO_H
+#define MAGRPO_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Threads. One process-wide count shared by OpenBLAS and our OpenMP regions; it is passed to each
+ * region with num_threads() because omp_set_num_threads only affects the calling thread, and
+ * kernels may run on several worker_threads.
+ * ------------------------------------------------------------------------------------------- */
+
+extern int g_threads; /* read and written with __atomic builtins */
+
+/* Below this much work a kernel runs on the calling thread: PAR_MIN elements of an elementwise
+ * loop, PAR_MIN_FLOPS multiply-adds of a product (~0.1 ms either way). Every parallel region ends
+ * in a barrier, and when other processes hold the cores a thread can miss it by a whole time
+ * slice, so small kernels (decode steps make hundreds) are not worth splitting. */
+#define PAR_MIN (1 << 17)
+#define PAR_MIN_FLOPS (1 << 21)
+#define MAX_THREADS 4096
+
+/* Gradients summed over rows (norm weights, embeddings) go by blocks of COL_BLOCK columns, one
+ * block per task, so threads never write the same element. */
+#define COL_BLOCK 64
+
+static inline int threads(void) { return __atomic_load_n(&g_threads, __ATOMIC_RELAXED); }
+
+#ifdef _OPENMP
+static inline int thread_index(void) { return omp_get_thread_num(); }
+static inline int team_size(void) { return omp_get_num_threads(); }
+#else
+static inline int thread_index(void) { return 0; }
+static inline int team_size(void) { return 1; }
+#endif
+
+/* Calls fn(lo, hi, ...) on equal slices of [0, n), one per thread, when `work` (elements touched)
+ * is large enough; otherwise fn(0, n, ...) directly, since even an OpenMP region whose if()
+ * clause is false costs about a microsecond of team setup. */
+#define PARALLEL_RANGE(work, n, fn, ...) PARALLEL_RANGE_ABOVE(PAR_MIN, work, n, fn, __VA_ARGS__)
+#define PARALLEL_RANGE_ABOVE(min, work, n, fn, ...)                       \
+  do {                                                                    \
+    int64_t n_ = (n);                                                     \
+    if ((work) >= (min) && n_ > 1 && threads() > 1) {                     \
+      _Pragma("omp parallel num_threads(threads())")                      \
+      {                                                                   \
+        int64_t t_ = thread_index(), T_ = team_size();                    \
+        fn(n_ * t_ / T_, n_ * (t_ + 1) / T_, __VA_ARGS__);                \
+      }                                                                   \
+    } else {                                                              \
+      fn(0, n_, __VA_ARGS__);                                             \
+    }                                                                     \
+  } while (0)
+
+/* Sets the thread count of OpenBLAS and of our loops (gemm.c). */
+void set_threads(int n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Math helpers, inlined into the loops that call them.
+ * ------------------------------------------------------------------------------------------- */
+
+/* exp for float32, written so that GCC vectorises the loops calling it. Cody-Waite reduction
+ * x = n·ln2 + r, |r| ≤ ln2/2, and the Cephes degree-6 polynomial: ≤ 2 ulp on [-87.3, 88.3].
+ * Below that range it returns 0 (true value < FLT_MIN), above it +inf; NaN propagates. */
+static inline float fast_expf(float x) {
+  const float lo = -87.33654f, hi = 88.3762626647949f;
+  float xc = x < lo ? lo : (x > hi ? hi : x);
+  const float magic = 12582912.0f; /* 1.5·2^23: adding it rounds to an integer in the low bits */
+  float t = xc * 1.44269504088896341f + magic;
+  int32_t tb;
+  memcpy(&tb, &t, sizeof tb);
+  float n = t - magic;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t sb = (tb - 0x4B400000 + 127) << 23; /* 2^n */
+  float s;
+  memcpy(&s, &sb, sizeof s);
+  float y = p * s;
+  return x < lo ? 0.0f : (x > hi ? INFINITY : y);
+}
+
+/* 1 / (1 + e^-x), stable at both ends. */
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+
+/* sigmoid(x) and 1 − sigmoid(x) = e^-x · sigmoid(x); the latter without cancelling when s ≈ 1. */
+static inline float sigmoid_pair(float x, float *one_minus) {
+  float e = fast_expf(-x), s = 1.0f / (1.0f + e);
+  *one_minus = e < INFINITY ? e * s : 1.0f;
+  return s;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * gemm.c
+ * ------------------------------------------------------------------------------------------- */
+
+/* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31. */
+void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
+              float *C, int64_t ldc);
+
+/* ---------------------------------------------------------------------------------------------
+ * elementwise.c
+ * ------------------------------------------------------------------------------------------- */
+
+#define MAX_RANK 8
+
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
+enum { U_GELU, U_SILU, U_RELU, U_EXP, U_LOG, U_TANH, U_NEG, U_SQRT, U_SQUARE };
+
+/* out = a op b over `shape` (rank ≤ MAX_RANK) with element strides as/bs; out is dense. */
+void binary_forward(int op, int rank, const int64_t *shape, const float *a, const int64_t *as, const float *b, const int64_t *bs, float *out);
+void unary_forward(int op, int64_t n, const float *x, float *out);
+/* gx += gy · f'(x) */
+void unary_backward(int op, int64_t n, const float *x, const float *gy, float *gx);
+void axpy_f32(int64_t n, double alpha, const float *x, float *y);
+void scale_f32(int64_t n, double alpha, float *x);
+double sum_squares(int64_t n, const float *x);
+/* out[o, j] (+)= Σ_l x[o, l, j] over an [outer, len, inner] array. */
+void reduce_sum(int64_t outer, int64_t len, int64_t inner, const float *x, float *out, bool acc);
+void copy2d(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd, bool acc);
+void swiglu_forward(int64_t n, const float *gate, const float *up, float *out);
+void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp);
+void embedding_forward(int64_t n, int64_t C, const int32_t *ids, const float *W, float *out);
+void embedding_backward(int64_t n, int64_t C, const int32_t *ids, const float *gy, float *gW);
+
+/* ---------------------------------------------------------------------------------------------
+ * attention.c
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t cols, rowPos0;
+  float scale;
+  bool causal;
+  const uint8_t *km; /* key mask at kmOff, or NULL */
+} SoftmaxSpec;
+
+void softmax_forward(int64_t rows, const SoftmaxSpec *sp, const float *x, float *out);
+void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, const float *gy, float *gx);
+
+typedef struct {
+  int64_t B, T, S, Smax, H, Hkv, D, pastLen;
+  float scale;
+  bool causal;
+  const uint8_t *km; /* [B, Smax] or NULL */
+  const float *q, *k, *v; /* [B, T, H, D], [B, Smax, Hkv, D] x2 */
+} AttnSpec;
+
+typedef struct {
+  const float *P, *gO;
+  float *gq, *gk, *gv; /* NULL = not wanted */
+} AttnGrads;
+
+void attention_forward(const AttnSpec *a, float *P, float *out);
+/* False when out of memory for its scratch. */
+bool attention_backward(const AttnSpec *a, const AttnGrads *gr);
+
+typedef struct {
+  int64_t H, D;
+  const int32_t *pos;
+  const float *cos, *sin; /* [maxPos, D/2] */
+} RopeSpec;
+
+void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out);
+void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx);
+
+/* ---------------------------------------------------------------------------------------------
+ * norms.c
+ * ------------------------------------------------------------------------------------------- */
+
+void rmsnorm_forward(int64_t rows, int64_t C, const float *x, const float *w, double eps, float *out, float *rstd);
+void rmsnorm_backward(int64_t rows, int64_t C, const float *x, const float *w, const float *rstd, const float *gy, float *gx, float *gw);
+void layernorm_forward(int64_t rows, int64_t C, const float *x, const float *w, const float *b, double eps, float *out, float *mean, float *rstd);
+void layernorm_backward(int64_t rows, int64_t C, const float *x, const float *w, const float *mean, const float *rstd, const float *gy, float *gx,
+                        float *gw, float *gb);
+
+/* ---------------------------------------------------------------------------------------------
+ * optim.c
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  double lr, b1, b2, eps, wd, bc1, bc2;
+} AdamSpec;
+
+void adamw_update(int64_t n, const AdamSpec *h, float *p, const float *g, float *m, float *v);
+
+/* ---------------------------------------------------------------------------------------------
+ * sampling.c
+ * ------------------------------------------------------------------------------------------- */
+
+/* Targets are < V; negative targets are ignored (logp 0, no gradient). */
+void log_softmax_gather_forward(int64_t rows, int64_t V, const float *logits, const int32_t *targets, float *logp, float *lse);
+void log_softmax_gather_backward(int64_t rows, int64_t V, const float *logits, const float *lse, const int32_t *targets, const float *gLogp,
+                                 float *gLogits);
+void entropy_forward(int64_t rows, int64_t V, const float *logits, const float *lse, float *out);
+/* False when out of memory for its heaps. */
+bool topk_rows(int64_t rows, int64_t n, int64_t k, const float *x, float *vals, int32_t *idx);
+
+#endif
