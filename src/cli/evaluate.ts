@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import type { Baseline, Environment, EpisodeResult, InferenceSampling } from '../envs/environment.js';
+import { fluencyColumns } from '../envs/fluency.js';
 import { runTeam } from '../envs/run.js';
 import { loadLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
@@ -112,7 +113,7 @@ export async function evaluateMethods<Item>(p: {
       done += chunk.length;
       bar.update(done, m.method);
     }
-    const metrics = { ...p.env.metrics(results, p.items) };
+    const metrics = { ...p.env.metrics(results, p.items), ...fluencyColumns(results, p.items, task, p.baseModels, task.outputKind !== 'code') };
     if (!('tokens' in metrics)) metrics.tokens = results.reduce((s, r) => s + r.outputTokens, 0) / Math.max(1, results.length);
     const reward_mean = results.reduce((s, r) => s + r.reward, 0) / Math.max(1, results.length);
     rows.push({ method: m.method, description: m.description, metrics, reward_mean });

@@ -58,13 +58,28 @@ function codingEnvOptions(o: Record<string, unknown>) {
 }
 const dataDir = z.string().min(1).optional().describe('folder with <name>.train.jsonl.gz and <name>.eval.jsonl.gz (default: the shipped data)');
 
+const fluencyGuard = z
+  .strictObject({
+    min_word_validity: z.number().gt(0).max(1).describe('word validity (share of letters in real words) at and above which an agent is not penalised'),
+  })
+  .nullable()
+  .default(null)
+  .describe(
+    '(magrpo) training-reward guard against reward hacking: reward × Π_i min(1, word_validity_i / min_word_validity); eval tables keep the paper reward (docs/reward-hacking.md)',
+  );
+const guardOption = (o: unknown) => (o ? { minWordValidity: (o as { min_word_validity: number }).min_word_validity } : undefined);
+
 export const ENVIRONMENTS: readonly EnvEntry[] = [
   {
     name: 'tldr',
     description: 'TL;DR summarisation: a concise and a detailed summary of a Reddit post (2 agents, paper §5.1)',
-    options: z.strictObject({ data_dir: dataDir }),
+    options: z.strictObject({ data_dir: dataDir, fluency_guard: fluencyGuard }),
     pathOptions: ['data_dir'],
-    load: async (o) => (await import('./writing/index.js')).tldrEnvironment({ dataDir: o.data_dir as string | undefined }) as Environment<unknown>,
+    load: async (o) =>
+      (await import('./writing/index.js')).tldrEnvironment({
+        dataDir: o.data_dir as string | undefined,
+        fluencyGuard: guardOption(o.fluency_guard),
+      }) as Environment<unknown>,
   },
   {
     name: 'arxiv',
@@ -72,11 +87,13 @@ export const ENVIRONMENTS: readonly EnvEntry[] = [
     pathOptions: ['data_dir'],
     options: z.strictObject({
       data_dir: dataDir,
+      fluency_guard: fluencyGuard,
       version: z.enum(['paper', 'latest']).default('paper').describe("the reward's L2 band: paper (1.0–1.3) or latest (1.3–1.6)"),
     }),
     load: async (o) =>
       (await import('./writing/index.js')).arxivEnvironment({
         dataDir: o.data_dir as string | undefined,
+        fluencyGuard: guardOption(o.fluency_guard),
         version: o.version as 'paper' | 'latest',
       }) as Environment<unknown>,
   },

@@ -36,6 +36,8 @@ export interface AgentSpec {
   maxNewTokens: number;
   ppoClipEps: number | null;
   referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
+  /** Keep a frozen copy of the starting model to score each completion's NLL (fluency tracking). */
+  trackReference?: boolean;
   /** Kernel backend and thread count inside a worker (in-process agents share the main one). */
   backend?: BackendName;
   threads?: number;
@@ -57,6 +59,8 @@ export interface SampledGroup {
   refLogprobs?: number[][];
   /** Per completion: k3 KL estimate vs the reference, summed over tokens. */
   refKl?: number[];
+  /** Per completion: mean per-token NLL under the reference (the frozen starting model). */
+  refNll?: number[];
 }
 
 /** One node sample ready for the loss: its G completions with their advantages. */
@@ -90,7 +94,7 @@ export class PolicyAgent {
     this.lm = LanguageModel.load(spec.modelDir);
     this.rng = new Rng(spec.seed);
     if (spec.lora) applyLora(this.lm.model, { r: spec.lora.r, alpha: spec.lora.alpha, targetModules: spec.lora.target_modules }, this.rng);
-    this.ref = spec.referenceKl ? LanguageModel.load(spec.modelDir) : null;
+    this.ref = spec.referenceKl || spec.trackReference ? LanguageModel.load(spec.modelDir) : null;
     if (this.ref) for (const p of this.ref.model.params.values()) p.requiresGrad = false;
     this.opt = new AdamW(this.lm.model.trainableParams(), { lr: spec.lr, betas: spec.betas, eps: spec.eps, weightDecay: spec.weightDecay });
   }
@@ -115,7 +119,7 @@ export class PolicyAgent {
     return groups;
   }
 
-  /** Reference log-probs and KL (k3, spec §1.7) of each completion, no gradient. */
+  /** Reference log-probs, KL (k3, spec §1.7) and mean NLL of each completion, no gradient. */
   private attachReference(g: SampledGroup): void {
     const ref = this.ref as LanguageModel;
     const batch = g.completions.map((c) => ({ prompt: g.promptIds, completion: c.ids }));
@@ -130,6 +134,7 @@ export class PolicyAgent {
       }
       return kl;
     });
+    g.refNll = (g.refLogprobs as number[][]).map((lp) => (lp.length ? -lp.reduce((a, b) => a + b, 0) / lp.length : 0));
   }
 
   /**

@@ -65,6 +65,12 @@ export const MagrpoConfigSchema = z
       .enum(['reward_shaping', 'loss'])
       .default('reward_shaping')
       .describe('(magrpo) KL as return shaping R − β·KL (reference) or as a loss term β·KL with gradient'),
+    fluency_metrics: z
+      .boolean()
+      .default(true)
+      .describe(
+        "(magrpo) log fluency next to the reward: each completion's mean NLL under a frozen copy of the starting model (ref_nll; costs that copy's memory and one forward pass), and for prose tasks word validity, distinct-2 and repetition; warns when they degrade",
+      ),
     reference_devices: z
       .union([z.string(), z.array(z.string())])
       .nullable()

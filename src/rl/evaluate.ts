@@ -6,7 +6,9 @@
  */
 
 import { mean } from './advantage.js';
+import type { SampledGroup } from './agent.js';
 import { forEachAgent } from './agent-pool.js';
+import { type GroupFluency, groupFluency } from './fluency.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams } from './rollout.js';
 import type { EvalEpisode } from './task.js';
 
@@ -26,6 +28,7 @@ export async function evaluate<Item>(
   let raw: (string | null)[][] = episodes.map(() => new Array<string | null>(N).fill(null));
   const promptHist = episodes.map(() => Array.from({ length: N }, () => [] as string[]));
   const respHist = episodes.map(() => Array.from({ length: N }, () => [] as string[]));
+  const fluency: GroupFluency[][] = Array.from({ length: N }, () => []);
 
   for (let turn = 0; turn < T; turn++) {
     const prompts = episodes.map((ep, e) => raw[e].map((r, i) => formatPrompt({ ...ctx, itemIndex: ep.index }, i, ep.item, r)));
@@ -36,6 +39,10 @@ export async function evaluate<Item>(
       ),
     );
     const completions = episodes.map((_, e) => sampled.map((groups) => groups[e].completions[0].text));
+    if (config.fluency_metrics)
+      sampled.forEach((groups: SampledGroup[], i) => {
+        for (const g of groups) fluency[i].push(groupFluency(g, ctx.task.outputKind !== 'code'));
+      });
     const scored = await Promise.all(
       episodes.map((ep, e) => computeReward({ ...ctx, itemIndex: ep.index }, { completions: completions[e], prompts: prompts[e], item: ep.item, turn })),
     );
@@ -59,6 +66,12 @@ export async function evaluate<Item>(
     metrics[`eval/turn_${t + 1}/expected_return`] = mean(episodes.map((ep) => ep.turns.slice(t).reduce((s, x) => s + x.reward, 0)));
     const names = new Set(episodes.flatMap((ep) => Object.keys(ep.turns[t].components)));
     for (const name of names) metrics[`eval/turn_${t + 1}/reward/${name}`] = mean(episodes.map((ep) => ep.turns[t].components[name] ?? 0));
+  }
+  for (const [i, fs] of fluency.entries()) {
+    for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
+      const v = fs.flatMap((f) => (f[name] === undefined ? [] : [f[name] as number]));
+      if (v.length) metrics[`eval/agent_${i}/${name}`] = mean(v);
+    }
   }
   if (ctx.task.evalMetrics) {
     const extra = await ctx.task.evalMetrics(episodes);

@@ -75,6 +75,11 @@ export interface Task<Item> {
   /** Required when num_turns > 1. */
   transition?: Transition<Item>;
   evalMetrics?: EvalMetricsHook<Item>;
+  /**
+   * What the agents write: `prose` (default) also gets the text fluency metrics (word validity,
+   * distinct-2, repetition) next to ref NLL; `code` gets ref NLL only.
+   */
+  outputKind?: 'prose' | 'code';
 }
 
 /** The default formatter: the external prompt if any, else `item.prompt`, else "". */

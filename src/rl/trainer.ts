@@ -19,6 +19,7 @@ import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
+import { FluencyMonitor, type GroupFluency, groupFluency } from './fluency.js';
 import { JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
@@ -33,6 +34,8 @@ export interface NodeSample {
   /** Mean k3 KL of the node's completions vs the reference (null without a reference). */
   refKl: number | null;
   components: Record<string, number>;
+  /** Fluency of this agent's completions at the node (empty with fluency_metrics off). */
+  fluency: GroupFluency;
   loss: LossSample;
 }
 
@@ -49,6 +52,8 @@ export interface TrainerOptions<Item> {
   onItem?: (p: { epoch: number; index: number; items: number; totalItems: number; envStep: number }) => void;
   /** Called with each item's scored rollout tree (prompts, completions, rewards), e.g. to record samples. */
   onTree?: (p: { itemIndex: number; envStep: number; root: TreeNode }) => void;
+  /** Called once per agent when its fluency degrades (default: printed to stderr). */
+  onWarning?: (message: string) => void;
   /** Called with every evaluation's metrics and episodes. */
   onEval?: (p: { envStep: number; metrics: Record<string, number>; episodes: EvalEpisode<Item>[] }) => void;
 }
@@ -74,6 +79,7 @@ export class MAGRPOTrainer<Item> {
   private readonly ctx: RolloutContext<Item>;
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
   private stopRequested = false;
+  private readonly fluency: FluencyMonitor;
 
   constructor(private readonly opts: TrainerOptions<Item>) {
     this.task = opts.task;
@@ -89,6 +95,7 @@ export class MAGRPOTrainer<Item> {
     if (opts.task.dataset.length === 0) throw new TaskError('dataset', 'the training dataset is empty');
     this.rng = new Rng(c.seed);
     this.buffers = models.map(() => []);
+    this.fluency = new FluencyMonitor(models.length);
     this.agents = createAgents(
       models.map((dir, i) => this.agentSpec(dir, i)),
       c.parallel_training === 'mp' ? 'mp' : 'none',
@@ -118,6 +125,7 @@ export class MAGRPOTrainer<Item> {
       maxNewTokens: c.max_new_tokens,
       ppoClipEps: c.ppo_clip_eps,
       referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: c.reference_kl_coef } : null,
+      trackReference: c.fluency_metrics,
     };
   }
 
@@ -224,6 +232,9 @@ export class MAGRPOTrainer<Item> {
         const R = agentReturns(node.returns, node.joint, i, G, c.cross_credit);
         const shaped = c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping' ? shapeWithKl(R, group.refKl ?? null, c.reference_kl_coef) : R;
         const componentNames = new Set(node.components.flatMap((x) => Object.keys(x)));
+        const fluency = c.fluency_metrics ? groupFluency(group, this.task.outputKind !== 'code') : {};
+        const warning = c.fluency_metrics ? this.fluency.observe(i, fluency, group.completions[0]?.text ?? '') : null;
+        if (warning) (this.opts.onWarning ?? ((m: string) => process.stderr.write(`[magrpo] warning: ${m}\n`)))(warning);
         out.push({
           agent: i,
           turn: node.turn,
@@ -232,6 +243,7 @@ export class MAGRPOTrainer<Item> {
           meanReturn: mean(node.returns),
           refKl: group.refKl ? mean(group.refKl) : null,
           components: Object.fromEntries([...componentNames].map((n) => [n, mean(node.components.map((x) => x[n] ?? 0))])),
+          fluency,
           loss: {
             promptIds: group.promptIds,
             completions: group.completions.map((x) => x.ids),
@@ -291,7 +303,14 @@ export class MAGRPOTrainer<Item> {
       const kls = g.flatMap((s) => (s.refKl === null ? [] : [s.refKl]));
       if (kls.length) {
         m[`${k}/reference_kl_mean`] = mean(kls);
-        m[`${k}/reference_kl_penalty_mean`] = this.config.reference_kl_coef * mean(kls);
+        if (this.config.reference_kl_enabled) m[`${k}/reference_kl_penalty_mean`] = this.config.reference_kl_coef * mean(kls);
+      }
+    }
+    for (const i of new Set(samples.map((s) => s.agent))) {
+      const mine = samples.filter((s) => s.agent === i);
+      for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
+        const v = mine.flatMap((s) => (s.fluency?.[name] === undefined ? [] : [s.fluency[name] as number]));
+        if (v.length) m[`agent_${i}/${name}`] = mean(v);
       }
     }
     for (const [i, s] of stats) {

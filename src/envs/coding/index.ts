@@ -74,6 +74,7 @@ function codingEnvironment(
     task(split = {}): Task<CodingItem> {
       return {
         name: spec.name,
+        outputKind: 'code',
         dataset: split.train ?? splits().train,
         evalDataset: split.eval ?? splits().eval,
         formatters: roles.map((role) => firstTurn(style[role])),

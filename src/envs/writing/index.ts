@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Task } from '../../rl/task.js';
+import { wordValidity } from '../../text/fluency.js';
 import type { Environment, EpisodeResult } from '../environment.js';
 import { type WritingSpec, writingBaselines } from './baselines.js';
 import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
@@ -30,6 +31,19 @@ export { arxivReward, normalisedMetrics, tldrReward } from './rewards.js';
 export interface WritingEnvOptions {
   /** Folder with {name}.train.jsonl.gz and {name}.eval.jsonl.gz (default: the shipped data/writing). */
   dataDir?: string;
+  /**
+   * (magrpo) Training-reward guard against reward hacking: the joint reward is multiplied by
+   * Π_i min(1, word_validity_i / minWordValidity), so letter soup, strings of initials and runs of
+   * one word earn (almost) nothing. Evaluation tables keep the paper's reward. Off when undefined.
+   */
+  fluencyGuard?: { minWordValidity: number };
+}
+
+/** The guard's factor in [0, 1] for one joint action (1 = fluent enough; see WritingEnvOptions). */
+export function fluencyFactor(completions: readonly string[], minWordValidity: number): number {
+  let f = 1;
+  for (const c of completions) f *= Math.min(1, wordValidity(c) / minWordValidity);
+  return f;
 }
 
 /** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
@@ -58,13 +72,16 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
     task(split = {}): Task<Item> {
       return {
         name: kind.name,
+        outputKind: 'prose',
         dataset: split.train ?? load('train'),
         evalDataset: split.eval ?? load('eval'),
         formatters: [(item) => f1(kind.source(item)), (item) => f2(kind.source(item))],
         reward: ({ completions }) => {
           if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
           const s = kind.reward(completions[0], completions[1]);
-          return { reward: s.reward, components: { ...s.components } };
+          if (!opts.fluencyGuard) return { reward: s.reward, components: { ...s.components } };
+          const factor = fluencyFactor(completions, opts.fluencyGuard.minWordValidity);
+          return { reward: s.reward * factor, components: { ...s.components, fluency_factor: factor } };
         },
       };
     },

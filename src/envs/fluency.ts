@@ -1,0 +1,72 @@
+/**
+ * Fluency columns of the eval table, for every method alike (trained team and baselines): each
+ * role's final completion is scored as that role's answer to the environment's own prompt for the
+ * item, so the columns compare methods on the same footing.
+ *
+ *   ref_nll        mean per-token NLL under the starting model (the base model of that role),
+ *                  of the completion re-tokenised after the role's turn-1 prompt
+ *   word_validity, distinct_2, repetition   (prose environments; src/text/fluency.ts), in %
+ *
+ * The table shows the worst role (highest NLL, lowest validity): hacking usually hits one agent;
+ * per-role values are kept as `<metric>/agent_i`.
+ */
+import { noGrad } from '../engine/tensor.js';
+import { completionLogprobs } from '../model/logprobs.js';
+import type { LanguageModel } from '../model/pretrained.js';
+import { formattersFor, type Task } from '../rl/task.js';
+import { textFluency } from '../text/fluency.js';
+import type { EpisodeResult } from './environment.js';
+
+/** Mean per-token NLL of `completion` after `prompt`; the prompt is left-truncated to fit. */
+export function completionNll(lm: LanguageModel, prompt: string, completion: string): number | null {
+  const c = lm.encode(completion);
+  if (c.length === 0) return null;
+  const ctx = lm.model.maxPositions;
+  const completionIds = c.slice(0, ctx - 1);
+  const promptIds = lm.encode(prompt).slice(-(ctx - completionIds.length));
+  const r = noGrad(() => completionLogprobs(lm.model, [{ prompt: promptIds.length ? promptIds : [c[0]], completion: completionIds }]));
+  let s = 0;
+  for (let t = 0; t < r.sequenceOf.length; t++) s -= r.tokenLogprobs.data[t];
+  return s / r.sequenceOf.length;
+}
+
+export function fluencyColumns<Item>(
+  results: readonly EpisodeResult[],
+  items: readonly Item[],
+  task: Task<Item>,
+  baseModels: readonly LanguageModel[],
+  prose: boolean,
+): Record<string, number> {
+  const N = Math.max(0, ...results.map((r) => r.completions.length));
+  const formatters = formattersFor(task, N);
+  const out: Record<string, number> = {};
+  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], distinct_2: [], repetition: [] };
+  for (let i = 0; i < N; i++) {
+    const lm = baseModels[i] ?? baseModels[0];
+    const nll: number[] = [];
+    const text = { word_validity: 0, distinct_2: 0, repetition: 0 };
+    for (const r of results) {
+      const completion = r.completions[i] ?? '';
+      const v = completionNll(lm, formatters[i](items[r.index]), completion);
+      if (v !== null) nll.push(v);
+      if (prose) {
+        const f = textFluency(completion);
+        for (const k of Object.keys(text) as (keyof typeof text)[]) text[k] += (100 * f[k]) / results.length;
+      }
+    }
+    if (nll.length) {
+      out[`ref_nll/agent_${i}`] = nll.reduce((a, b) => a + b, 0) / nll.length;
+      worst.ref_nll.push(out[`ref_nll/agent_${i}`]);
+    }
+    if (prose)
+      for (const [k, v] of Object.entries(text)) {
+        out[`${k}/agent_${i}`] = v;
+        worst[k].push(v);
+      }
+  }
+  if (worst.ref_nll.length) out.ref_nll = Math.max(...worst.ref_nll);
+  if (worst.word_validity.length) out.word_validity = Math.min(...worst.word_validity);
+  if (worst.distinct_2.length) out.distinct_2 = Math.min(...worst.distinct_2);
+  if (worst.repetition.length) out.repetition = Math.max(...worst.repetition);
+  return out;
+}

@@ -1,0 +1,80 @@
+/**
+ * Fluency tracking during training: per agent, the fluency of its completions next to the reward,
+ * and one visible warning when it degrades (reward hacking usually shows here first: the reward
+ * rises while the text turns into letter soup or strings of initials).
+ *
+ *   ref_nll        mean per-token NLL of a completion under the frozen starting model
+ *   word_validity  share of letters in real, non-degenerate words (prose tasks; src/text/fluency.ts)
+ *   distinct_2, repetition
+ *
+ * The warning compares a recent window with the agent's first window: word validity more than
+ * 10 points below its starting value, or ref NLL more than 50% above it.
+ */
+import { meanTextFluency } from '../text/fluency.js';
+import { mean } from './advantage.js';
+import type { SampledGroup } from './agent.js';
+
+/** Fluency of one group of completions (one agent at one tree node). */
+export type GroupFluency = Partial<Record<'ref_nll' | 'word_validity' | 'distinct_2' | 'repetition', number>>;
+
+export function groupFluency(g: SampledGroup, prose: boolean): GroupFluency {
+  const out: GroupFluency = {};
+  const nll = (g.refNll ?? []).filter((_, k) => g.completions[k].ids.length > 0);
+  if (nll.length) out.ref_nll = mean(nll);
+  if (prose) Object.assign(out, meanTextFluency(g.completions.map((c) => c.text)));
+  return out;
+}
+
+/** Thresholds of the degradation warning. */
+export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5 } as const;
+
+interface Seen {
+  fluency: GroupFluency;
+  example: string;
+}
+
+/** Watches each agent's fluency and returns a warning message once per agent when it degrades. */
+export class FluencyMonitor {
+  private readonly first: Seen[][];
+  private readonly recent: Seen[][];
+  private readonly warned: boolean[];
+
+  constructor(numAgents: number) {
+    this.first = Array.from({ length: numAgents }, () => []);
+    this.recent = Array.from({ length: numAgents }, () => []);
+    this.warned = new Array<boolean>(numAgents).fill(false);
+  }
+
+  /** Records one group; returns a warning the first time the agent's fluency has degraded. */
+  observe(agent: number, fluency: GroupFluency, example: string): string | null {
+    const W = FLUENCY_WARNING.window;
+    const seen = { fluency, example };
+    if (this.first[agent].length < W) this.first[agent].push(seen);
+    this.recent[agent].push(seen);
+    if (this.recent[agent].length > W) this.recent[agent].shift();
+    if (this.warned[agent] || this.first[agent].length < W) return null;
+    const avg = (xs: Seen[], k: keyof GroupFluency) => {
+      const v = xs.flatMap((x) => (x.fluency[k] === undefined ? [] : [x.fluency[k] as number]));
+      return v.length ? mean(v) : null;
+    };
+    const wv0 = avg(this.first[agent], 'word_validity');
+    const wv = avg(this.recent[agent], 'word_validity');
+    const nll0 = avg(this.first[agent], 'ref_nll');
+    const nll = avg(this.recent[agent], 'ref_nll');
+    const reasons: string[] = [];
+    if (wv0 !== null && wv !== null && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
+    if (nll0 !== null && nll !== null && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise))
+      reasons.push(`NLL under the starting model rose from ${nll0.toFixed(2)} to ${nll.toFixed(2)} nats/token`);
+    if (reasons.length === 0) return null;
+    this.warned[agent] = true;
+    const ex = example.length > 300 ? `${example.slice(0, 300)}…` : example;
+    return (
+      `agent ${agent}: fluency is degrading (${reasons.join('; ')}) — the reward may be hacked; read the samples.\n` +
+      `  recent completion: ${JSON.stringify(ex)}`
+    );
+  }
+}
+
+function pct(x: number): string {
+  return `${(100 * x).toFixed(1)}%`;
+}

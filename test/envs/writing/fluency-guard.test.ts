@@ -1,0 +1,49 @@
+/** The writing environments' fluency guard: degenerate text earns (almost) nothing in training. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fluencyFactor, type TldrItem, tldrEnvironment, tldrReward } from '../../../src/envs/writing/index.js';
+import type { RewardFn } from '../../../src/rl/task.js';
+
+const item: TldrItem = { prompt: 'SOURCE: test\n\nPOST: The whale rose beside the ship at dawn.\n\nTL;DR:' };
+const summary = 'A whale rose beside the ship at dawn and the crew watched it in silence.';
+const detail =
+  'At dawn a great whale rose beside the ship. However, the crew did not panic; instead they watched it swim along the hull for an hour. Moreover, the captain wrote about the sight in his log, and the sailors talked about it for days.';
+
+describe('fluency guard (env.options.fluency_guard)', () => {
+  it('leaves fluent team outputs at the paper reward', async () => {
+    const env = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+    const r = (await (env.task().reward as RewardFn<TldrItem>)({ completions: [summary, detail], prompts: ['', ''], item, turn: 0 })) as {
+      reward: number;
+      components: Record<string, number>;
+    };
+    assert.equal(fluencyFactor([summary, detail], 0.8), 1);
+    assert.equal(r.reward, tldrReward(summary, detail).reward);
+    assert.equal(r.components.fluency_factor, 1);
+  });
+
+  it('takes the reward of letter soup and strings of initials down to near zero', async () => {
+    const env = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+    const reward = env.task().reward as RewardFn<TldrItem>;
+    for (const hack of ['EDESE SOSUSSTESESERE AIS AIMOSECEESESE TESESE SOSE', 'F. F. P. B. L. W. D. S. D. R. T. S. G. S. A. L. M.']) {
+      const paper = tldrReward(hack, detail).reward;
+      const r = (await reward({ completions: [hack, detail], prompts: ['', ''], item, turn: 0 })) as { reward: number };
+      assert.ok(r.reward <= 0.15 * paper + 1e-12, `${hack}: guarded ${r.reward} vs paper ${paper}`);
+    }
+  });
+
+  it('is off by default: the paper reward, no extra component', async () => {
+    const r = (await (tldrEnvironment().task().reward as RewardFn<TldrItem>)({ completions: ['EDESE SOSE', detail], prompts: ['', ''], item, turn: 0 })) as {
+      reward: number;
+      components: Record<string, number>;
+    };
+    assert.equal(r.reward, tldrReward('EDESE SOSE', detail).reward);
+    assert.equal('fluency_factor' in r.components, false);
+  });
+
+  it('evaluation metrics ignore the guard (the eval table keeps the paper reward)', () => {
+    const plain = tldrEnvironment();
+    const guarded = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+    const episodes = [{ index: 0, completions: ['EDESE SOSE', detail], reward: 0, components: {}, responseSeconds: 0, outputTokens: 0 }];
+    assert.equal(guarded.metrics(episodes, [item]).return, plain.metrics(episodes, [item]).return);
+  });
+});
