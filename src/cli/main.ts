@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { registerBench } from './bench.js';
 import { registerDashboard } from './dashboard.js';
 import { registerDemo } from './demo.js';
+import { registerDoctor } from './doctor.js';
 import { registerEval } from './eval.js';
 import { registerInit } from './init.js';
 import { registerPretrain } from './pretrain.js';
@@ -21,6 +22,7 @@ registerInit(program);
 registerSchema(program);
 registerSample(program);
 registerBench(program);
+registerDoctor(program);
 registerPretrain(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Backend, KERNELS } from '../backend.js';
+import { selectBlasCore } from '../blas-core.js';
 
 type NativeAddon = Omit<Backend, 'name'>;
 
@@ -39,10 +40,15 @@ function packageRoot(): string {
 
 let loaded: Backend | null = null;
 
+/** Where the built addon is (or would be). */
+export function nativeAddonFile(): string {
+  return join(packageRoot(), ...ADDON_PATH);
+}
+
 /** Loads the addon once per thread; throws NativeBackendUnavailable saying why it cannot. */
 export function loadNativeBackend(): Backend {
   if (loaded !== null) return loaded;
-  const file = join(packageRoot(), ...ADDON_PATH);
+  const file = nativeAddonFile();
   if (!existsSync(file)) {
     throw new NativeBackendUnavailable(`native addon not built: ${file} is missing; run \`npm run build:native\` (needs libopenblas-dev).`, file);
   }
@@ -50,6 +56,8 @@ export function loadNativeBackend(): Backend {
   // before they sleep, and on a machine shared with other jobs a spinning or descheduled thread
   // made two-thread runs 5-10x slower than one thread; passive threads sleep at once.
   process.env.OMP_WAIT_POLICY ??= 'passive';
+  // OpenBLAS reads OPENBLAS_CORETYPE once, at load: choose its kernels first (a user's value wins).
+  selectBlasCore(file);
   let addon: NativeAddon;
   try {
     addon = createRequire(import.meta.url)(file) as NativeAddon;

@@ -1,0 +1,24 @@
+/** `magrpo doctor`: backend, CPU, OpenBLAS core and measured matmul speed, with fixes for what is slow. */
+import type { Command } from 'commander';
+import { collectDoctor, formatDoctor } from '../engine/doctor.js';
+import { intOption } from './options.js';
+
+interface DoctorFlags {
+  json?: boolean;
+  quick?: boolean;
+  threads?: number;
+}
+
+export function registerDoctor(program: Command): void {
+  program
+    .command('doctor')
+    .description('Check the engine on this machine: backend, CPU ISA, OpenBLAS library and core, threads, measured sgemm speed')
+    .option('--threads <n>', 'threads of the all-threads sgemm (default: the backend thread count)', intOption(1))
+    .option('--quick', 'skip trying the other OpenBLAS core types (no ceiling, no slow-core warning)')
+    .option('--json', 'print the report as one JSON object')
+    .action((flags: DoctorFlags) => {
+      const report = collectDoctor({ threads: flags.threads, skipCores: flags.quick });
+      if (flags.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+      else process.stdout.write(`${formatDoctor(report).join('\n')}\n`);
+    });
+}
