@@ -366,7 +366,7 @@ def run_case(name, case, cfg, weights):
         opt = torch.optim.AdamW(list(params.values()), lr=lr, betas=tuple(c["adam_betas"]), eps=c["adam_eps"],
                                 weight_decay=c["weight_decay"])
         total = sum(len(d) for d in drains[a])
-        step, logged, clipped, tokens_seen = 0, [], [0, 0], 0
+        step, logged, clipped, margin = 0, [], [0, 0], math.inf
         for steps in drains[a]:
             rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0)
             for mb in steps:
@@ -386,6 +386,7 @@ def run_case(name, case, cfg, weights):
                             term = -w * torch.minimum(ratio * adv, ratio.clamp(1 - eps, 1 + eps) * adv).sum()
                             clipped[0] += int(((ratio < 1 - eps) | (ratio > 1 + eps)).sum())
                             clipped[1] += len(comp)
+                            margin = min(margin, float((ratio.detach() - (1 - eps)).abs().min()), float((ratio.detach() - (1 + eps)).abs().min()))
                         else:
                             term = -w * adv * lp.sum()
                         if kl_cfg and kl_cfg["mode"] == "loss":
@@ -418,8 +419,12 @@ def run_case(name, case, cfg, weights):
             st = state[idx]
             summaries[pname] = {kind: summarize(t.detach().flatten(), st["exp_avg"].flatten(), gen)
                                 for kind, t in (("w", p), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
+        # float32 runs of the test must clip the same tokens: no ratio may sit near a clip boundary
+        assert margin > 1e-4, f"{name}: a PPO ratio is {margin} from a clip boundary; change the case"
         expected.append(dict(drains=logged, optimizer_steps=step, params=summaries,
                              ppo_clipped_fraction=clipped[0] / clipped[1] if clipped[1] else None))
+        if clipped[1]:
+            print(f"{name}: agent {a}: closest PPO ratio to a clip boundary: {margin:.2e}")
     # The rollout as the trainer receives it (what samples.jsonl records, minus texts).
     rollout = [dict(nodes=[{k: v for k, v in nd.items() if k != "returns"} for nd in it["nodes"]]) for it in items]
     return c, rollout, lora_init, expected
