@@ -5,11 +5,15 @@
  * evaluates the trained pair, prints the paper's table, plots the curves and points to the
  * dashboard. The same command runs the coding task with `--env coop-python` (longer).
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { startDashboard } from '../dashboard/server.js';
+import { blasCoreSelection } from '../engine/blas-core.js';
+import { cpuInfo, isaSummary } from '../engine/cpu.js';
+import { backend } from '../engine/runtime.js';
 import { formatTable } from '../envs/run.js';
 import { lineChart, svgToPng } from '../plot/index.js';
 import { evaluateTarget } from './eval.js';
@@ -40,6 +44,8 @@ interface DemoFlags {
   set?: string[];
   dashboard: boolean;
   quiet?: boolean;
+  /** Also copy demo.json to <record>/seed-<seed>.json (the README's tables are built from there). */
+  record?: string;
 }
 
 /** configs/ of the installed package (works from src/ under tsx and from dist/src/). */
@@ -49,7 +55,32 @@ function configsDir(): string {
   throw new Error('cannot find the configs/ folder of magrpo');
 }
 
+/** Where a result was measured: enough to tell machines and commits apart when numbers differ. */
+export function machineRecord(): Record<string, unknown> {
+  const cpu = cpuInfo();
+  const blas = blasCoreSelection();
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    // not a git checkout (an installed package): the version below identifies the code
+  }
+  return {
+    cpu: cpu.modelName,
+    isa: isaSummary(cpu),
+    logical_cpus: cpu.logicalCpus,
+    blas_core: blas?.coretype ?? blas?.entry?.defaultProbe.core ?? 'OpenBLAS default',
+    blas_core_source: blas?.source ?? 'unknown',
+    threads: backend().getNumThreads(),
+    backend: backend().name,
+    node: process.version,
+    commit,
+    date: new Date().toISOString(),
+  };
+}
+
 export async function runDemo(flags: DemoFlags): Promise<{ runDir: string; table: string; rows: EvalReport['rows'] }> {
+  const started = performance.now();
   const quiet = isQuiet(flags.quiet);
   const config = join(configsDir(), DEMOS[flags.env]);
   const sets = [`trainer.seed=${flags.seed}`, `eval.seed=${flags.seed}`, `run_name=demo-${flags.env}-seed${flags.seed}-${Date.now().toString(36)}`];
@@ -68,8 +99,26 @@ export async function runDemo(flags: DemoFlags): Promise<{ runDir: string; table
   const table = formatTable(rows.map((r) => ({ method: r.method, metrics: pick(r.metrics, TABLE_COLUMNS[flags.env]) })));
   say('[demo] 3/3 plotting');
   await plotDemo(report.dir, rows);
-  writeFileSync(join(report.dir, 'demo.json'), `${JSON.stringify({ env: flags.env, seed: flags.seed, rows }, null, 2)}\n`);
+  const record = { env: flags.env, seed: flags.seed, overrides: flags.set ?? [], wall_s: (performance.now() - started) / 1000, machine: machineRecord(), rows };
+  writeFileSync(join(report.dir, 'demo.json'), `${JSON.stringify(record, null, 2)}\n`);
+  if (flags.record) {
+    mkdirSync(flags.record, { recursive: true });
+    writeFileSync(join(flags.record, `seed-${flags.seed}.json`), `${JSON.stringify(record, null, 2)}\n`);
+  }
   return { runDir: report.dir, table, rows };
+}
+
+/** The trained and the untrained pair's first eval completions, verbatim: read them next to the numbers. */
+export function formatExamples(rows: EvalReport['rows']): string {
+  const out: string[] = [];
+  for (const method of ['trained pair (MAGRPO)', 'untrained pair']) {
+    const row = rows.find((r) => r.method === method);
+    if (!row?.examples?.length) continue;
+    out.push(`${method}, first ${row.examples.length} eval items:`);
+    for (const [k, ex] of row.examples.entries()) for (const [i, c] of ex.entries()) out.push(`  item ${k + 1}, agent ${i}: ${JSON.stringify(c.trim())}`);
+    out.push('');
+  }
+  return out.join('\n');
 }
 
 /** Training reward (moving average) with the evaluated methods' mean rewards as reference lines. */
@@ -100,6 +149,10 @@ export function registerDemo(program: Command): void {
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')
     .option('--set <key=value...>', 'override keys of the demo config, e.g. trainer.agent_learning_rate=2e-4')
     .option('--no-dashboard', 'do not serve the dashboard at the end')
+    .option(
+      '--record <dir>',
+      'also write the result as <dir>/seed-<seed>.json (e.g. results/demo-tldr, from which scripts/readme-results.ts builds the README tables)',
+    )
     .option('-q, --quiet', 'log lines instead of progress bars')
     .addHelpText(
       'after',
@@ -111,8 +164,8 @@ Examples:
     )
     .action(async (flags: DemoFlags) => {
       if (!(flags.env in DEMOS)) throw new Error(`--env: got "${flags.env}", expected one of ${Object.keys(DEMOS).join(', ')}`);
-      const { runDir, table } = await runDemo(flags);
-      process.stdout.write(`\n${table}\n\nrun: ${runDir}\nplots: ${join(runDir, 'demo.png')} (and .svg)\n`);
+      const { runDir, table, rows } = await runDemo(flags);
+      process.stdout.write(`\n${table}\n\n${formatExamples(rows)}\nrun: ${runDir}\nplots: ${join(runDir, 'demo.png')} (and .svg)\n`);
       const interactive = process.stdout.isTTY && !isQuiet(flags.quiet);
       if (flags.dashboard && interactive) {
         const d = await startDashboard({ runs: [runDir], port: 0 });

@@ -19,7 +19,12 @@ export interface EvalRow {
   metrics: Record<string, number>;
   /** Mean raw reward of the last turn: comparable with the trainer's eval/turn_T/reward_mean. */
   reward_mean: number;
+  /** The first episodes' final completions, one per role, verbatim (to read next to the numbers). */
+  examples?: string[][];
 }
+
+/** Episodes per method whose completions are kept in the report. */
+const EXAMPLES = 3;
 
 export interface EvalReport {
   env: string;
@@ -116,7 +121,8 @@ export async function evaluateMethods<Item>(p: {
     const metrics = { ...p.env.metrics(results, p.items), ...fluencyColumns(results, p.items, task, p.baseModels, task.outputKind !== 'code') };
     if (!('tokens' in metrics)) metrics.tokens = results.reduce((s, r) => s + r.outputTokens, 0) / Math.max(1, results.length);
     const reward_mean = results.reduce((s, r) => s + r.reward, 0) / Math.max(1, results.length);
-    rows.push({ method: m.method, description: m.description, metrics, reward_mean });
+    const examples = results.slice(0, EXAMPLES).map((r) => [...r.completions]);
+    rows.push({ method: m.method, description: m.description, metrics, reward_mean, examples });
   }
   bar.stop();
   return { env: p.env.name, items: n, samples_per_item: p.samplesPerItem, sampling: p.sampling, rows };

@@ -20,6 +20,9 @@ const CHARTS = [
   { id: 'entropy', section: 'agents', title: 'Entropy (nats per token)', match: /^agent_\d+\/entropy$/ },
   { id: 'completion_length', section: 'agents', title: 'Completion length (tokens)', match: /^agent_\d+\/completion_length$/ },
   { id: 'lr', section: 'agents', title: 'Learning rate', match: /^agent_\d+\/lr$/, optional: true },
+  // Fluency next to the reward: a rising reward with falling word validity or rising ref NLL is hacking.
+  { id: 'fluency', section: 'agents', title: 'Fluency: word validity, distinct-2, repetition (0–1)', match: /^agent_\d+\/(word_validity|distinct_2|repetition)$/, optional: true },
+  { id: 'ref_nll', section: 'agents', title: 'Fluency: NLL under the starting model (nats per token)', match: /^agent_\d+\/ref_nll$/, optional: true },
   { id: 'eval', section: 'eval', title: 'Eval reward and expected return', match: /^eval\/turn_\d+\/(reward_mean|expected_return)$/, baselines: true },
   { id: 'eval-other', section: 'eval', title: 'Other eval metrics', match: /^eval\/(?!turn_\d+\/(reward_mean|expected_return)$)/, optional: true },
 ];

@@ -1,0 +1,44 @@
+/** The README's result tables are exactly what the committed result files give. */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { renderReadme, renderSection } from '../scripts/readme-results.js';
+
+test('README.md matches results/ (regenerate: npx tsx scripts/readme-results.ts)', () => {
+  const readme = readFileSync('README.md', 'utf8');
+  assert.ok(readme.includes('<!-- results:demo-tldr -->'), 'the README has a generated demo-tldr section');
+  assert.equal(readme, renderReadme(readme));
+});
+
+test('a section shows mean and min–max over seeds, machine and examples', () => {
+  const root = mkdtempSync(join(tmpdir(), 'magrpo-results-'));
+  try {
+    mkdirSync(join(root, 'results/demo-tldr'), { recursive: true });
+    for (const [seed, ret] of [
+      [1, 60],
+      [2, 70],
+    ] as const) {
+      const record = {
+        env: 'tldr',
+        seed,
+        wall_s: 600,
+        overrides: [],
+        machine: { cpu: 'Test CPU', isa: 'avx2', blas_core: 'Haswell', threads: 2, commit: 'abc1234' },
+        rows: [
+          { method: 'trained pair (MAGRPO)', metrics: { return: ret, word_validity: 70 }, examples: [['short one', 'long one']] },
+          { method: 'untrained pair', metrics: { return: 20, word_validity: 72 }, examples: [['a', 'b']] },
+        ],
+      };
+      writeFileSync(join(root, `results/demo-tldr/seed-${seed}.json`), JSON.stringify(record));
+    }
+    const md = renderSection('demo-tldr', root);
+    assert.ok(md.includes('| trained pair (MAGRPO) | **65.0 (60.0–70.0)** |'), md);
+    assert.ok(md.includes('| untrained pair | 20.0 (20.0–20.0) |'), md);
+    assert.ok(md.includes('Test CPU (avx2; OpenBLAS core Haswell, 2 thread(s))'));
+    assert.ok(md.includes('[item 1, agent 1] long one'));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
