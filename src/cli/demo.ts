@@ -15,7 +15,7 @@ import { blasCoreSelection } from '../engine/blas-core.js';
 import { cpuInfo, isaSummary } from '../engine/cpu.js';
 import { backend } from '../engine/runtime.js';
 import { formatTable } from '../envs/run.js';
-import { lineChart, svgToPng } from '../plot/index.js';
+import { lineChart, stackCharts, svgToPng } from '../plot/index.js';
 import { evaluateTarget } from './eval.js';
 import type { EvalReport } from './evaluate.js';
 import { intOption } from './options.js';
@@ -121,20 +121,53 @@ export function formatExamples(rows: EvalReport['rows']): string {
   return out.join('\n');
 }
 
-/** Training reward (moving average) with the evaluated methods' mean rewards as reference lines. */
-async function plotDemo(runDir: string, rows: EvalReport['rows']): Promise<void> {
-  const metrics = readJsonl<Record<string, number>>(join(runDir, RUN_FILES.metrics)).filter((m) => m['turn_1/reward_mean'] !== undefined);
-  const points = metrics.map((m) => [m.step, m['turn_1/reward_mean']] as const);
-  const smooth = points.map(([x], i) => {
-    const w = points.slice(Math.max(0, i - 9), i + 1);
-    return [x, w.reduce((s, p) => s + p[1], 0) / w.length] as const;
+/** Moving average over the last `w` points (the per-item training metrics are noisy). */
+function movingAverage(points: (readonly [number, number])[], w = 10): (readonly [number, number])[] {
+  return points.map(([x], i) => {
+    const win = points.slice(Math.max(0, i - w + 1), i + 1);
+    return [x, win.reduce((s, p) => s + p[1], 0) / win.length] as const;
   });
+}
+
+/**
+ * demo.png: the training reward (moving average) with the evaluated methods' mean rewards as
+ * reference lines, and below it each agent's word validity in training with the trained and
+ * untrained pairs' eval values: a reward that rises while word validity falls is hacking.
+ */
+export async function plotDemo(runDir: string, rows: EvalReport['rows']): Promise<void> {
+  const metrics = readJsonl<Record<string, number>>(join(runDir, RUN_FILES.metrics)).filter((m) => m['turn_1/reward_mean'] !== undefined);
+  const series = (key: string) => metrics.filter((m) => Number.isFinite(m[key])).map((m) => [m.step, m[key]] as const);
+  const points = series('turn_1/reward_mean');
   const xMax = points.length ? points[points.length - 1][0] : 1;
-  const series = [
-    { name: 'training reward (moving avg of 10)', points: smooth },
-    ...rows.map((r) => ({ name: `eval: ${r.method}`, points: [[0, r.reward_mean] as const, [xMax, r.reward_mean] as const] })),
-  ];
-  const svg = await lineChart({ title: 'MAGRPO demo: joint reward', xLabel: 'env step', yLabel: 'reward', series });
+  const flat = (name: string, y: number) => ({ name, points: [[0, y] as const, [xMax, y] as const] });
+  const reward = await lineChart({
+    title: 'MAGRPO demo: joint reward',
+    xLabel: 'env step',
+    yLabel: 'reward',
+    series: [{ name: 'training reward (moving avg of 10)', points: movingAverage(points) }, ...rows.map((r) => flat(`eval: ${r.method}`, r.reward_mean))],
+  });
+  const agents = [...new Set(metrics.flatMap((m) => Object.keys(m).flatMap((k) => /^agent_(\d+)\/word_validity$/.exec(k)?.[1] ?? [])))];
+  const charts = [reward];
+  if (agents.length) {
+    const evalLines = rows
+      .filter((r) => r.metrics.word_validity !== undefined && /pair/.test(r.method))
+      .map((r) => flat(`eval: ${r.method} (weakest agent)`, r.metrics.word_validity));
+    charts.push(
+      await lineChart({
+        title: 'Fluency: word validity (% of letters in real words)',
+        xLabel: 'env step',
+        yLabel: 'word validity, %',
+        series: [
+          ...agents.map((a) => ({
+            name: `training: agent ${a} (moving avg of 10)`,
+            points: movingAverage(series(`agent_${a}/word_validity`).map(([x, y]) => [x, 100 * y] as const)),
+          })),
+          ...evalLines,
+        ],
+      }),
+    );
+  }
+  const svg = stackCharts(charts);
   writeFileSync(join(runDir, 'demo.svg'), svg);
   writeFileSync(join(runDir, 'demo.png'), svgToPng(svg));
 }

@@ -59,3 +59,16 @@ export async function lineChart(o: LineChartOptions): Promise<string> {
 export function svgToPng(svg: string, scale = 2): Buffer {
   return new Resvg(svg, { fitTo: { mode: 'zoom', value: scale }, font: { loadSystemFonts: true } }).render().asPng();
 }
+
+/** Stacks standalone SVG charts vertically into one SVG document (e.g. reward above fluency). */
+export function stackCharts(svgs: readonly string[]): string {
+  const size = (svg: string, attr: 'width' | 'height') => Number(new RegExp(`<svg[^>]*\\s${attr}="([\\d.]+)"`).exec(svg)?.[1] ?? 0);
+  let y = 0;
+  const parts = svgs.map((svg) => {
+    const body = svg.replace(/^<\?xml[^>]*>\s*/, '').replace(/<svg/, `<svg y="${y}"`);
+    y += size(svg, 'height');
+    return body;
+  });
+  const width = Math.max(...svgs.map((s) => size(s, 'width')));
+  return `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="${width}" height="${y}" viewBox="0 0 ${width} ${y}"><rect width="100%" height="100%" fill="white"/>${parts.join('')}</svg>`;
+}
