@@ -81,6 +81,7 @@ export function machineRecord(): Record<string, unknown> {
 
 export async function runDemo(flags: DemoFlags): Promise<{ runDir: string; table: string; rows: EvalReport['rows'] }> {
   const started = performance.now();
+  const machine = machineRecord(); // at the start: the commit and date the run began with
   const quiet = isQuiet(flags.quiet);
   const config = join(configsDir(), DEMOS[flags.env]);
   const sets = [`trainer.seed=${flags.seed}`, `eval.seed=${flags.seed}`, `run_name=demo-${flags.env}-seed${flags.seed}-${Date.now().toString(36)}`];
@@ -99,7 +100,7 @@ export async function runDemo(flags: DemoFlags): Promise<{ runDir: string; table
   const table = formatTable(rows.map((r) => ({ method: r.method, metrics: pick(r.metrics, TABLE_COLUMNS[flags.env]) })));
   say('[demo] 3/3 plotting');
   await plotDemo(report.dir, rows);
-  const record = { env: flags.env, seed: flags.seed, overrides: flags.set ?? [], wall_s: (performance.now() - started) / 1000, machine: machineRecord(), rows };
+  const record = { env: flags.env, seed: flags.seed, overrides: flags.set ?? [], wall_s: (performance.now() - started) / 1000, machine: { ...machineRecord(), commit: machine.commit, date: machine.date }, rows };
   writeFileSync(join(report.dir, 'demo.json'), `${JSON.stringify(record, null, 2)}\n`);
   if (flags.record) {
     mkdirSync(flags.record, { recursive: true });
