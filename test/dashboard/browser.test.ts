@@ -6,7 +6,7 @@
  * (`bash scripts/setup.sh --with-browser` installs it; scripts/test.sh does).
  */
 import assert from 'node:assert/strict';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -132,6 +132,65 @@ describe('dashboard in chromium', { skip }, () => {
       assert.equal(await attr(page, 'loss', 'points'), steps(/^agent_\d+\/loss$/));
       assert.equal(await page.locator('#runs .run-chip').count(), 2);
       assert.equal(await page.locator('#latest-table tr').count(), 3);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('model-written strings render as text: markup in completions, prompts, names and eval rows never runs', async () => {
+    // Payloads a policy could learn to write; each would set window.__pwned or open a dialog if it ran.
+    const payloads = [
+      '<img src=x onerror=alert(1)>',
+      '<img src=x onerror="window.__pwned=1">',
+      '<script>window.__pwned=2</script>',
+      '"><svg onload="window.__pwned=3">',
+      "'><iframe srcdoc='<script>parent.__pwned=4</script>'>",
+      '<a href="javascript:window.__pwned=5">x</a>',
+      '{{constructor.constructor("window.__pwned=6")()}}',
+    ];
+    const run = join(tmp, '<img src=x onerror=alert(1)>');
+    cpSync(FIXTURE, run, { recursive: true });
+    const records = readFileSync(join(run, 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const tree = records[0].tree;
+    tree.prompts = [payloads[0], payloads[2]];
+    tree.completions = [payloads.slice(0, 4), payloads.slice(3, 7)];
+    tree.components = tree.components.map(() => ({ [payloads[1]]: 1 }));
+    records[0].item = payloads[3];
+    writeFileSync(join(run, 'samples.jsonl'), `${records.map((r) => JSON.stringify(r)).join('\n')}\n`);
+    const ev = JSON.parse(readFileSync(join(run, 'eval.json'), 'utf8'));
+    ev.rows[1].method = payloads[0];
+    ev.rows[1].description = payloads[3];
+    ev.rows[1].metrics[payloads[2]] = 1;
+    writeFileSync(join(run, 'eval.json'), JSON.stringify(ev));
+    appendFileSync(join(run, 'metrics.jsonl'), `${JSON.stringify({ step: 10_000, [`eval/${payloads[1]}`]: 1, [`turn_1/reward/${payloads[0]}`]: 0.5 })}\n`);
+
+    const server = await startDashboard({ runs: [run], port: 0 });
+    try {
+      const page = await ctx.newPage();
+      const dialogs: string[] = [];
+      page.on('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await page.goto(server.url);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 15000 });
+      await page.click('#tree-list button >> nth=0');
+      await page.waitForSelector('#tree-view pre.completion');
+      // Let any injected handler fire (images error out at once; iframes load).
+      await page.waitForTimeout(500);
+      assert.deepEqual(dialogs, []);
+      assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+      assert.equal(await page.locator('main img, main svg, main iframe, main script, main a[href^="javascript"]').count(), 0, 'no markup became elements');
+      // ...and every payload is shown verbatim, as text.
+      const completions = await page.locator('#tree-view pre.completion').allTextContents();
+      for (const p of [...payloads.slice(0, 4), ...payloads.slice(3, 7)]) assert.ok(completions.includes(p), `completion ${p} shown as text`);
+      assert.deepEqual(await page.locator('#tree-view pre.prompt').allTextContents(), [payloads[0], payloads[2]]);
+      const text = (await page.locator('body').textContent()) ?? '';
+      for (const p of [payloads[0], payloads[1], payloads[3]]) assert.ok(text.includes(p), `${p} visible as text`);
+      assert.ok(text.includes(`${payloads[0]}: final evaluation`), 'the run name (a directory called <img ...>) is text');
     } finally {
       await server.close();
     }
