@@ -11,7 +11,8 @@
  * softmax, softmaxBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void softmax_rows(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const float *x, float *out) {
+/* Rows [lo, hi) of x into out (which may be x); also the softmax of attention's scores. */
+INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const float *x, float *out) {
   int64_t cols = sp->cols;
   const uint8_t *km = sp->km;
   float scale = sp->scale;
@@ -57,13 +58,20 @@ static void softmax_rows(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const fl
   }
 }
 
+INLINE void softmax_rows(int64_t lo, int64_t hi, const SoftmaxArgs *a) { softmax_block(lo, hi, &a->sp, a->x, a->out); }
+
 void softmax_forward(int64_t rows, const SoftmaxSpec *sp, const float *x, float *out) {
   double n = (double)rows * sp->cols;
   if (n == 0) return;
-  PARALLEL_RANGE(n, rows, softmax_rows, sp, x, out);
+  SoftmaxArgs a = {*sp, x, out};
+  PARALLEL_RANGE(n, rows, kern->softmax_rows, &a);
 }
 
-static void softmax_backward_rows(int64_t lo, int64_t hi, int64_t cols, float scale, const float *y, const float *gy, float *gx) {
+INLINE void softmax_backward_rows(int64_t lo, int64_t hi, const SoftmaxBackwardArgs *a) {
+  int64_t cols = a->cols;
+  float scale = a->scale;
+  const float *y = a->y, *gy = a->gy;
+  float *gx = a->gx;
   for (int64_t r = lo; r < hi; r++) {
     const float *yr = y + r * cols, *gr = gy + r * cols;
     float *o = gx + r * cols;
@@ -78,7 +86,8 @@ static void softmax_backward_rows(int64_t lo, int64_t hi, int64_t cols, float sc
 void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, const float *gy, float *gx) {
   double n = (double)rows * cols;
   if (n == 0) return;
-  PARALLEL_RANGE(n, rows, softmax_backward_rows, cols, scale, y, gy, gx);
+  SoftmaxBackwardArgs a = {cols, scale, y, gy, gx};
+  PARALLEL_RANGE(n, rows, kern->softmax_backward_rows, &a);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -89,10 +98,12 @@ void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, c
  * that the query heads sharing it add into its gradient one after another.
  * ------------------------------------------------------------------------------------------- */
 
-static inline int64_t attn_group(const AttnSpec *a) { return a->H / a->Hkv; }
+INLINE int64_t attn_group(const AttnSpec *a) { return a->H / a->Hkv; }
 
 /* Tasks are (b, h) heads: per head a GEMM for the scores, the masked softmax, a GEMM for P · V. */
-static void attention_heads(int64_t lo, int64_t hi, const AttnSpec *a, float *P, float *out) {
+INLINE void attention_heads(int64_t lo, int64_t hi, const AttnArgs *args) {
+  const AttnSpec *a = args->a;
+  float *P = args->P, *out = args->out;
   int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D;
   for (int64_t task = lo; task < hi; task++) {
     int64_t b = task / a->H, h = task % a->H, g = h / attn_group(a);
@@ -101,14 +112,16 @@ static void attention_heads(int64_t lo, int64_t hi, const AttnSpec *a, float *P,
     float *Ph = P + task * T * S, *oh = out + b * T * ldq + h * D;
     SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)D, 1.0f, qh, (int)ldq, kh, (int)ldk, 0.0f, Ph, (int)S);
-    softmax_rows(0, T, &sp, Ph, Ph);
+    softmax_block(0, T, &sp, Ph, Ph);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)S, 1.0f, Ph, (int)S, vh, (int)ldk, 0.0f, oh, (int)ldq);
   }
 }
 
 /* Decode (T = 1), tasks are batch rows: the keys and then the values of a row are streamed once,
  * in memory order, for all its heads; a dot product per (key, head) instead of GEMM calls. */
-static void attention_decode_rows(int64_t lo, int64_t hi, const AttnSpec *a, float *P, float *out) {
+INLINE void attention_decode_rows(int64_t lo, int64_t hi, const AttnArgs *args) {
+  const AttnSpec *a = args->a;
+  float *P = args->P, *out = args->out;
   int64_t S = a->S, D = a->D, H = a->H, ldk = a->Hkv * D, G = attn_group(a);
   int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;
   for (int64_t b = lo; b < hi; b++) {
@@ -124,7 +137,7 @@ static void attention_decode_rows(int64_t lo, int64_t hi, const AttnSpec *a, flo
       }
     }
     SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
-    for (int64_t h = 0; h < H; h++) softmax_rows(0, 1, &sp, Pb + h * S, Pb + h * S);
+    for (int64_t h = 0; h < H; h++) softmax_block(0, 1, &sp, Pb + h * S, Pb + h * S);
     memset(ob, 0, (size_t)(H * D) * sizeof(float));
     for (int64_t s = 0; s < lim; s++) {
       for (int64_t h = 0; h < H; h++) {
@@ -144,14 +157,18 @@ void attention_forward(const AttnSpec *a, float *P, float *out) {
     memset(out, 0, (size_t)(a->B * a->T * a->H * a->D) * sizeof(float));
     return;
   }
+  AttnArgs args = {a, P, out};
   if (a->T == 1)
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->S * a->D, a->B, attention_decode_rows, a, P, out);
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->S * a->D, a->B, kern->attention_decode_rows, &args);
   else
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->H, attention_heads, a, P, out);
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->H, kern->attention_heads, &args);
 }
 
-/* Tasks are (b, g) key/value heads; `scratch` holds T·S floats per thread, for dP and then dS. */
-static void attention_backward_groups(int64_t lo, int64_t hi, const AttnSpec *a, const AttnGrads *gr, float *scratch) {
+/* Tasks are (b, g) key/value heads. */
+INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackwardArgs *args) {
+  const AttnSpec *a = args->a;
+  const AttnGrads *gr = args->gr;
+  float *scratch = args->scratch;
   int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D, G = attn_group(a);
   float *dS = scratch + thread_index() * T * S;
   for (int64_t task = lo; task < hi; task++) {
@@ -186,7 +203,8 @@ bool attention_backward(const AttnSpec *a, const AttnGrads *gr) {
   if (a->S == 0 || a->T == 0) return true;
   float *scratch = malloc((size_t)(threads() * a->T * a->S) * sizeof(float));
   if (scratch == NULL) return false;
-  PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, attention_backward_groups, a, gr, scratch);
+  AttnBackwardArgs args = {a, gr, scratch};
+  PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, kern->attention_backward_groups, &args);
   free(scratch);
   return true;
 }
@@ -195,7 +213,10 @@ bool attention_backward(const AttnSpec *a, const AttnGrads *gr) {
  * rope, ropeBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void rope_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const float *x, float *out) {
+INLINE void rope_rows(int64_t lo, int64_t hi, const RopeArgs *args) {
+  const RopeSpec *sp = &args->sp;
+  const float *x = args->x;
+  float *out = args->out;
   int64_t H = sp->H, D = sp->D, half = D / 2;
   for (int64_t r = lo; r < hi; r++) {
     const float *cr = sp->cos + (int64_t)sp->pos[r] * half, *sr = sp->sin + (int64_t)sp->pos[r] * half;
@@ -212,10 +233,14 @@ static void rope_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const float *x
 }
 
 void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out) {
-  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, rope_rows, sp, x, out);
+  RopeArgs a = {*sp, x, out};
+  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, kern->rope_rows, &a);
 }
 
-static void rope_backward_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const float *gy, float *gx) {
+INLINE void rope_backward_rows(int64_t lo, int64_t hi, const RopeArgs *args) {
+  const RopeSpec *sp = &args->sp;
+  const float *gy = args->x;
+  float *gx = args->out;
   int64_t H = sp->H, D = sp->D, half = D / 2;
   for (int64_t r = lo; r < hi; r++) {
     const float *cr = sp->cos + (int64_t)sp->pos[r] * half, *sr = sp->sin + (int64_t)sp->pos[r] * half;
@@ -232,5 +257,8 @@ static void rope_backward_rows(int64_t lo, int64_t hi, const RopeSpec *sp, const
 }
 
 void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx) {
-  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, rope_backward_rows, sp, gy, gx);
+  RopeArgs a = {*sp, gy, gx};
+  PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, kern->rope_backward_rows, &a);
 }
+
+ATTENTION_LOOPS(LOOP_VARIANTS)

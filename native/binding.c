@@ -1,6 +1,6 @@
 /*
  * N-API bindings: the `Backend` interface of src/engine/backend.ts as JS functions over the
- * launchers of the other files, and the addon's process set-up.
+ * launchers of the other files, and the ISA in use.
  *
  * Every argument is checked before any loop runs: wrong types and too-short buffers throw a
  * TypeError naming the argument, bad sizes or indices a RangeError, so no kernel reads or writes
@@ -8,54 +8,11 @@
  */
 #include <node_api.h>
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "magrpo.h"
-
-/* ---------------------------------------------------------------------------------------------
- * Process set-up: malloc tuning and the thread count, once per process (worker threads load the
- * addon again but share its state).
- * ------------------------------------------------------------------------------------------- */
-
-static int env_threads(const char *name) {
-  const char *s = getenv(name);
-  if (s == NULL || *s == '\0') return 0;
-  char *end;
-  long n = strtol(s, &end, 10);
-  return (*end == '\0' && n > 0 && n <= MAX_THREADS) ? (int)n : 0;
-}
-
-/* Tensors are freed by V8's garbage collector in bursts, and glibc's defaults hand big freed
- * blocks back to the kernel (blocks over 128 KiB-32 MiB live in their own mmap, and the heap is
- * trimmed when its free top passes 128 KiB), so every step's allocations page-fault and zero
- * fresh memory again: 10% of a step at 1M parameters, 8% at 124M (600 MB of faults per step).
- * Keep every block on the heap and never trim it: the process stays at its peak size, which the
- * next step reuses. Worker threads' arenas still mmap what does not fit their heaps. */
-static void tune_malloc(void) {
-#ifdef __GLIBC__
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, -1);
-#endif
-}
-
-static void init_process_once(void) {
-  tune_malloc();
-  int n = env_threads("MAGRPO_NUM_THREADS");
-  if (n == 0) n = env_threads("OPENBLAS_NUM_THREADS");
-  if (n == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cores > 0 ? (int)cores : 1;
-  }
-  set_threads(n);
-}
-
 
 /* ---------------------------------------------------------------------------------------------
  * Argument parsing. A `Call` collects arguments; the first failure throws and marks the call
@@ -813,16 +770,42 @@ static napi_value k_get_num_threads(napi_env env, napi_callback_info info) {
   return r;
 }
 
-static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+/* The name of the kernel variant in use: "generic", "avx2" or "avx512". */
+static napi_value k_isa(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value r;
+  napi_create_string_utf8(env, ISA_NAMES[kern->isa], NAPI_AUTO_LENGTH, &r);
+  return r;
+}
+
+/* The variants this CPU runs, in order of preference (the last is the default). */
+static napi_value k_supported_isas(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value arr, s;
+  napi_create_array(env, &arr);
+  uint32_t n = 0;
+  for (int i = 0; i < ISA_COUNT; i++) {
+    if (!isa_supported((Isa)i)) continue;
+    napi_create_string_utf8(env, ISA_NAMES[i], NAPI_AUTO_LENGTH, &s);
+    napi_set_element(env, arr, n++, s);
+  }
+  return arr;
+}
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
-  pthread_once(&g_init_once, init_process_once);
+  const char *err = magrpo_init();
+  if (err != NULL) {
+    napi_throw_error(env, "NATIVE_BAD_ISA", err);
+    return NULL;
+  }
   static const struct {
     const char *name;
     napi_callback fn;
   } fns[] = {
       {"setNumThreads", k_set_num_threads},
       {"getNumThreads", k_get_num_threads},
+      {"isa", k_isa},
+      {"supportedIsas", k_supported_isas},
       {"gemm", k_gemm},
       {"binary", k_binary},
       {"unary", k_unary},

@@ -4,20 +4,20 @@
   'variables': {
     'openblas_include%': '',  # folder holding OpenBLAS's cblas.h
     'openblas_libdir%': '',   # folder holding libopenblas
-    'x86_simd%': 0,           # 1 when the build machine has AVX2 and FMA (the addon runs where it is built)
     'openmp%': 1,
     'libomp_prefix%': '',     # macOS: Homebrew libomp, since Apple clang ships no OpenMP runtime
   },
   'targets': [
     {
       'target_name': 'magrpo',
-      'sources': ['binding.c', 'gemm.c', 'elementwise.c', 'attention.c', 'norms.c', 'optim.c', 'sampling.c'],
+      'sources': ['binding.c', 'dispatch.c', 'gemm.c', 'elementwise.c', 'attention.c', 'norms.c', 'optim.c', 'sampling.c'],
       'defines': ['NAPI_VERSION=8'],
-      'cflags_c': ['-std=gnu11', '-O3', '-fno-math-errno', '-fno-trapping-math', '-Wall', '-Wextra', '-Wno-unused-parameter'],
+      # No -m flags: AVX2 and AVX-512 code comes from per-function target attributes, chosen at load.
+      'cflags_c': ['-std=gnu11', '-O3', '-fno-math-errno', '-fno-trapping-math', '-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter'],
       'libraries': ['-lopenblas'],
       'xcode_settings': {
         'GCC_OPTIMIZATION_LEVEL': '3',
-        'OTHER_CFLAGS': ['-std=gnu11', '-fno-math-errno', '-fno-trapping-math'],
+        'OTHER_CFLAGS': ['-std=gnu11', '-fno-math-errno', '-fno-trapping-math', '-fvisibility=hidden'],
       },
       'conditions': [
         ['openblas_include!=""', {'include_dirs': ['<(openblas_include)']}],
@@ -25,10 +25,6 @@
           'library_dirs': ['<(openblas_libdir)'],
           'ldflags': ['-Wl,-rpath,<(openblas_libdir)'],
           'xcode_settings': {'OTHER_LDFLAGS': ['-Wl,-rpath,<(openblas_libdir)']},
-        }],
-        ['x86_simd==1', {
-          'cflags_c': ['-mavx2', '-mfma'],
-          'xcode_settings': {'OTHER_CFLAGS': ['-mavx2', '-mfma']},
         }],
         ['openmp==1 and OS!="mac"', {'cflags_c': ['-fopenmp'], 'ldflags': ['-fopenmp']}],
         ['openmp==0', {

@@ -8,12 +8,6 @@
  * binary: strided, broadcasting elementwise op into a dense output
  * ------------------------------------------------------------------------------------------- */
 
-/* A binary op over a collapsed view: `rank` dims of `shape`, element strides `as`/`bs`. */
-typedef struct {
-  int op, rank;
-  int64_t shape[MAX_RANK], as[MAX_RANK], bs[MAX_RANK];
-} BinaryView;
-
 /* Inner loop over `len` elements, specialised on the common stride patterns. */
 #define BINARY_INNER(EXPR)                                                        \
   do {                                                                            \
@@ -30,7 +24,9 @@ typedef struct {
   } while (0)
 
 /* Rows [lo, hi) of the view; a row is a multi-index over all dims but the last. */
-static void binary_rows(int64_t lo, int64_t hi, const BinaryView *v, const float *a, const float *b, float *out) {
+INLINE void binary_rows(int64_t lo, int64_t hi, const BinaryArgs *v) {
+  const float *a = v->a, *b = v->b;
+  float *out = v->out;
   int rank = v->rank;
   const int64_t *shape = v->shape, *as = v->as, *bs = v->bs;
   int64_t len = shape[rank - 1], sa = as[rank - 1], sb = bs[rank - 1];
@@ -67,7 +63,7 @@ void binary_forward(int op, int rank, const int64_t *shape, const float *a, cons
   for (int d = 0; d < rank; d++) n *= (double)shape[d];
   if (n == 0) return;
   /* Drop size-1 dims and merge neighbours that are contiguous in both inputs (out is dense). */
-  BinaryView v = {.op = op, .rank = 0};
+  BinaryArgs v = {.op = op, .rank = 0, .a = a, .b = b, .out = out};
   for (int d = 0; d < rank; d++) {
     int r = v.rank;
     if (shape[d] == 1) continue;
@@ -81,7 +77,7 @@ void binary_forward(int op, int rank, const int64_t *shape, const float *a, cons
     }
   }
   if (v.rank == 0) v.shape[0] = 1, v.as[0] = 0, v.bs[0] = 0, v.rank = 1;
-  PARALLEL_RANGE(n, (int64_t)n / v.shape[v.rank - 1], binary_rows, &v, a, b, out);
+  PARALLEL_RANGE(n, (int64_t)n / v.shape[v.rank - 1], kern->binary_rows, &v);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -91,11 +87,11 @@ void binary_forward(int op, int rank, const int64_t *shape, const float *a, cons
 /* GELU tanh approximation, via 0.5·(1 + tanh u) = sigmoid(2u), which does not cancel for x ≪ 0. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
-static inline float gelu_(float x) {
+INLINE float gelu_(float x) {
   float u = GELU_K * (x + GELU_C * x * x * x);
   return x * sigmoidf_(2.0f * u);
 }
-static inline float gelu_grad(float x) {
+INLINE float gelu_grad(float x) {
   float u = GELU_K * (x + GELU_C * x * x * x);
   float du = GELU_K * (1.0f + 3.0f * GELU_C * x * x);
   float q, s = sigmoid_pair(2.0f * u, &q), t = s * q; /* 1 - tanh² u = 4 s (1 - s) */
@@ -109,8 +105,10 @@ static inline float gelu_grad(float x) {
   }                                          \
   break
 
-static void unary_range(int64_t lo, int64_t hi, int op, const float *x, float *out) {
-  switch (op) {
+INLINE void unary_range(int64_t lo, int64_t hi, const UnaryArgs *a) {
+  const float *x = a->x;
+  float *out = a->out;
+  switch (a->op) {
     case U_GELU: UNARY_LOOP(gelu_(v));
     case U_SILU: UNARY_LOOP(v * sigmoidf_(v));
     case U_RELU: UNARY_LOOP(v > 0.0f ? v : 0.0f);
@@ -123,7 +121,10 @@ static void unary_range(int64_t lo, int64_t hi, int op, const float *x, float *o
   }
 }
 
-void unary_forward(int op, int64_t n, const float *x, float *out) { PARALLEL_RANGE(n, n, unary_range, op, x, out); }
+void unary_forward(int op, int64_t n, const float *x, float *out) {
+  UnaryArgs a = {.op = op, .x = x, .out = out};
+  PARALLEL_RANGE(n, n, kern->unary_range, &a);
+}
 
 /* gx += gy · f'(v), v = x[i]. */
 #define UNARY_BACK_LOOP(DERIV)               \
@@ -133,18 +134,20 @@ void unary_forward(int op, int64_t n, const float *x, float *out) { PARALLEL_RAN
   }                                          \
   break
 
-static inline float silu_grad(float v) {
+INLINE float silu_grad(float v) {
   float q, s = sigmoid_pair(v, &q);
   return s * (1.0f + v * q);
 }
 
-static inline float tanh_grad(float v) {
+INLINE float tanh_grad(float v) {
   float t = tanhf(v);
   return 1.0f - t * t;
 }
 
-static void unary_backward_range(int64_t lo, int64_t hi, int op, const float *x, const float *gy, float *gx) {
-  switch (op) {
+INLINE void unary_backward_range(int64_t lo, int64_t hi, const UnaryArgs *a) {
+  const float *x = a->x, *gy = a->gy;
+  float *gx = a->out;
+  switch (a->op) {
     case U_GELU: UNARY_BACK_LOOP(gelu_grad(v));
     case U_SILU: UNARY_BACK_LOOP(silu_grad(v));
     case U_RELU: UNARY_BACK_LOOP(v > 0.0f ? 1.0f : 0.0f);
@@ -159,30 +162,45 @@ static void unary_backward_range(int64_t lo, int64_t hi, int op, const float *x,
   }
 }
 
-void unary_backward(int op, int64_t n, const float *x, const float *gy, float *gx) { PARALLEL_RANGE(n, n, unary_backward_range, op, x, gy, gx); }
+void unary_backward(int op, int64_t n, const float *x, const float *gy, float *gx) {
+  UnaryArgs a = {.op = op, .x = x, .gy = gy, .out = gx};
+  PARALLEL_RANGE(n, n, kern->unary_backward_range, &a);
+}
 
 /* ---------------------------------------------------------------------------------------------
  * axpy, scale, sumSquares, reduceSum
  * ------------------------------------------------------------------------------------------- */
 
 /* In double so that alpha keeps all its bits, as in the reference. */
-static void axpy_range(int64_t lo, int64_t hi, double alpha, const float *x, float *y) {
+INLINE void axpy_range(int64_t lo, int64_t hi, const AxpyArgs *a) {
+  double alpha = a->alpha;
+  const float *x = a->x;
+  float *y = a->y;
   for (int64_t i = lo; i < hi; i++) y[i] = (float)((double)y[i] + alpha * (double)x[i]);
 }
 
-void axpy_f32(int64_t n, double alpha, const float *x, float *y) { PARALLEL_RANGE(n, n, axpy_range, alpha, x, y); }
-
-static void scale_range(int64_t lo, int64_t hi, double alpha, float *x) {
-  for (int64_t i = lo; i < hi; i++) x[i] = (float)((double)x[i] * alpha);
+void axpy_f32(int64_t n, double alpha, const float *x, float *y) {
+  AxpyArgs a = {alpha, x, y};
+  PARALLEL_RANGE(n, n, kern->axpy_range, &a);
 }
 
-void scale_f32(int64_t n, double alpha, float *x) { PARALLEL_RANGE(n, n, scale_range, alpha, x); }
+INLINE void scale_range(int64_t lo, int64_t hi, const AxpyArgs *a) {
+  double alpha = a->alpha;
+  float *y = a->y;
+  for (int64_t i = lo; i < hi; i++) y[i] = (float)((double)y[i] * alpha);
+}
 
-static double sum_squares_range(int64_t lo, int64_t hi, const float *x) {
+void scale_f32(int64_t n, double alpha, float *x) {
+  AxpyArgs a = {alpha, NULL, x};
+  PARALLEL_RANGE(n, n, kern->scale_range, &a);
+}
+
+INLINE void sum_squares_range(int64_t lo, int64_t hi, const SumSquaresArgs *a) {
+  const float *x = a->x;
   double s = 0;
 #pragma omp simd reduction(+ : s)
   for (int64_t i = lo; i < hi; i++) s += (double)x[i] * (double)x[i];
-  return s;
+  *a->sum = s;
 }
 
 double sum_squares(int64_t n, const float *x) {
@@ -191,10 +209,14 @@ double sum_squares(int64_t n, const float *x) {
 #pragma omp parallel num_threads(threads()) reduction(+ : s)
     {
       int64_t t = thread_index(), T = team_size();
-      s += sum_squares_range(n * t / T, n * (t + 1) / T, x);
+      double part;
+      SumSquaresArgs a = {x, &part};
+      kern->sum_squares_range(n * t / T, n * (t + 1) / T, &a);
+      s += part;
     }
   } else {
-    s = sum_squares_range(0, n, x);
+    SumSquaresArgs a = {x, &s};
+    kern->sum_squares_range(0, n, &a);
   }
   return s;
 }
@@ -202,7 +224,11 @@ double sum_squares(int64_t n, const float *x) {
 #define RS_BLOCK 256
 
 /* Tasks [lo, hi) of reduceSum: task t sums block t % blocks of RS_BLOCK columns of slab t / blocks. */
-static void reduce_sum_range(int64_t lo, int64_t hi, int64_t len, int64_t inner, const float *x, float *out, bool acc) {
+INLINE void reduce_sum_range(int64_t lo, int64_t hi, const ReduceSumArgs *a) {
+  int64_t len = a->len, inner = a->inner;
+  const float *x = a->x;
+  float *out = a->out;
+  bool acc = a->acc;
   int64_t blocks = (inner + RS_BLOCK - 1) / RS_BLOCK;
   for (int64_t t = lo; t < hi; t++) {
     int64_t o = t / blocks, j0 = (t % blocks) * RS_BLOCK, j1 = j0 + RS_BLOCK < inner ? j0 + RS_BLOCK : inner;
@@ -226,14 +252,19 @@ static void reduce_sum_range(int64_t lo, int64_t hi, int64_t len, int64_t inner,
 
 void reduce_sum(int64_t outer, int64_t len, int64_t inner, const float *x, float *out, bool acc) {
   int64_t tasks = outer * ((inner + RS_BLOCK - 1) / RS_BLOCK);
-  PARALLEL_RANGE((double)outer * len * inner, tasks, reduce_sum_range, len, inner, x, out, acc);
+  ReduceSumArgs a = {len, inner, acc, x, out};
+  PARALLEL_RANGE((double)outer * len * inner, tasks, kern->reduce_sum_range, &a);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * copy2d: strided row copies (slices, concatenation, KV-cache writes, broadcast rows)
  * ------------------------------------------------------------------------------------------- */
 
-static void copy2d_rows(int64_t lo, int64_t hi, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd, bool acc) {
+INLINE void copy2d_rows(int64_t lo, int64_t hi, const Copy2dArgs *a) {
+  int64_t cols = a->cols, lds = a->lds, ldd = a->ldd;
+  const float *src = a->src;
+  float *dst = a->dst;
+  bool acc = a->acc;
   for (int64_t r = lo; r < hi; r++) {
     const float *s = src + r * lds;
     float *d = dst + r * ldd;
@@ -248,20 +279,28 @@ static void copy2d_rows(int64_t lo, int64_t hi, int64_t cols, const float *src, 
 
 void copy2d(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd, bool acc) {
   if (rows == 0 || cols == 0) return;
-  PARALLEL_RANGE((double)rows * cols, rows, copy2d_rows, cols, src, lds, dst, ldd, acc);
+  Copy2dArgs a = {cols, lds, ldd, acc, src, dst};
+  PARALLEL_RANGE((double)rows * cols, rows, kern->copy2d_rows, &a);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * swiglu, swigluBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void swiglu_range(int64_t lo, int64_t hi, const float *g, const float *u, float *out) {
+INLINE void swiglu_range(int64_t lo, int64_t hi, const SwigluArgs *a) {
+  const float *g = a->gate, *u = a->up;
+  float *out = a->out;
   for (int64_t i = lo; i < hi; i++) out[i] = g[i] * sigmoidf_(g[i]) * u[i];
 }
 
-void swiglu_forward(int64_t n, const float *gate, const float *up, float *out) { PARALLEL_RANGE(n, n, swiglu_range, gate, up, out); }
+void swiglu_forward(int64_t n, const float *gate, const float *up, float *out) {
+  SwigluArgs a = {.gate = gate, .up = up, .out = out};
+  PARALLEL_RANGE(n, n, kern->swiglu_range, &a);
+}
 
-static void swiglu_backward_range(int64_t lo, int64_t hi, const float *g, const float *u, const float *gy, float *gg, float *gu) {
+INLINE void swiglu_backward_range(int64_t lo, int64_t hi, const SwigluArgs *a) {
+  const float *g = a->gate, *u = a->up, *gy = a->gy;
+  float *gg = a->gGate, *gu = a->gUp;
   for (int64_t i = lo; i < hi; i++) {
     float x = g[i], q, s = sigmoid_pair(x, &q);
     gg[i] += gy[i] * u[i] * s * (1.0f + x * q);
@@ -270,7 +309,8 @@ static void swiglu_backward_range(int64_t lo, int64_t hi, const float *g, const 
 }
 
 void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp) {
-  PARALLEL_RANGE(n, n, swiglu_backward_range, gate, up, gy, gGate, gUp);
+  SwigluArgs a = {.gate = gate, .up = up, .gy = gy, .gGate = gGate, .gUp = gUp};
+  PARALLEL_RANGE(n, n, kern->swiglu_backward_range, &a);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -286,7 +326,11 @@ void embedding_forward(int64_t n, int64_t C, const int32_t *ids, const float *W,
 }
 
 /* Column blocks [lo, hi): repeated ids stay race-free and summed in the reference's order. */
-static void embedding_backward_blocks(int64_t lo, int64_t hi, int64_t n, int64_t C, const int32_t *ids, const float *gy, float *gW) {
+INLINE void embedding_backward_blocks(int64_t lo, int64_t hi, const EmbeddingArgs *a) {
+  int64_t n = a->n, C = a->C;
+  const int32_t *ids = a->ids;
+  const float *gy = a->gy;
+  float *gW = a->gW;
   for (int64_t bk = lo; bk < hi; bk++) {
     int64_t j0 = bk * COL_BLOCK, j1 = j0 + COL_BLOCK < C ? j0 + COL_BLOCK : C;
     for (int64_t i = 0; i < n; i++) {
@@ -298,5 +342,8 @@ static void embedding_backward_blocks(int64_t lo, int64_t hi, int64_t n, int64_t
 }
 
 void embedding_backward(int64_t n, int64_t C, const int32_t *ids, const float *gy, float *gW) {
-  PARALLEL_RANGE((double)n * C, (C + COL_BLOCK - 1) / COL_BLOCK, embedding_backward_blocks, n, C, ids, gy, gW);
+  EmbeddingArgs a = {n, C, ids, gy, gW};
+  PARALLEL_RANGE((double)n * C, (C + COL_BLOCK - 1) / COL_BLOCK, kern->embedding_backward_blocks, &a);
 }
+
+ELEMENTWISE_LOOPS(LOOP_VARIANTS)

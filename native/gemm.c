@@ -25,18 +25,46 @@ void set_threads(int n) {
 
 #define SKINNY_M 8
 
-#if defined(__AVX2__) && defined(__FMA__)
+/* out[i] = a_i · b over K for the four rows a_i, one variant per ISA, each with two accumulators
+ * per row for FMA latency. The generic one uses GCC vector extensions (SSE2 on x86-64, NEON on
+ * arm64). */
+typedef float f32x4 __attribute__((vector_size(16)));
+
+static inline f32x4 load4(const float *p) {
+  f32x4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+INLINE void dot4_generic(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
+  f32x4 s[8];
+  for (int i = 0; i < 8; i++) s[i] = (f32x4){0, 0, 0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    f32x4 x = load4(b + k), y = load4(b + k + 4);
+    s[0] += load4(a0 + k) * x, s[1] += load4(a1 + k) * x, s[2] += load4(a2 + k) * x, s[3] += load4(a3 + k) * x;
+    s[4] += load4(a0 + k + 4) * y, s[5] += load4(a1 + k + 4) * y, s[6] += load4(a2 + k + 4) * y, s[7] += load4(a3 + k + 4) * y;
+  }
+  const float *a[4] = {a0, a1, a2, a3};
+  for (int i = 0; i < 4; i++) {
+    f32x4 v = s[i] + s[i + 4];
+    float t = (v[0] + v[2]) + (v[1] + v[3]);
+    for (int64_t kk = k; kk < K; kk++) t += a[i][kk] * b[kk];
+    out[i] = t;
+  }
+}
+
+#if MAGRPO_X86
 #include <immintrin.h>
 
-static inline float hsum8(__m256 v) {
+TARGET_avx2 static inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
 }
 
-/* out[i] = a_i · b over K for the four rows a_i (two accumulators each, for FMA latency). */
-static inline void dot4(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
+TARGET_avx2 INLINE void dot4_avx2(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
   __m256 s[8];
   for (int i = 0; i < 8; i++) s[i] = _mm256_setzero_ps();
   int64_t k = 0;
@@ -58,24 +86,41 @@ static inline void dot4(const float *b, const float *a0, const float *a1, const 
     out[i] = t;
   }
 }
-#else
-static inline void dot4(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (int64_t k = 0; k < K; k++) s0 += a0[k] * b[k], s1 += a1[k] * b[k], s2 += a2[k] * b[k], s3 += a3[k] * b[k];
-  out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+
+/* 16 lanes; the last partial blocks of K are masked loads, which do not fault past the end. */
+TARGET_avx512 INLINE void dot4_avx512(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K,
+                                             float out[4]) {
+  __m512 s[8];
+  for (int i = 0; i < 8; i++) s[i] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+    __m512 x = _mm512_loadu_ps(b + k), y = _mm512_loadu_ps(b + k + 16);
+    s[0] = _mm512_fmadd_ps(_mm512_loadu_ps(a0 + k), x, s[0]);
+    s[1] = _mm512_fmadd_ps(_mm512_loadu_ps(a1 + k), x, s[1]);
+    s[2] = _mm512_fmadd_ps(_mm512_loadu_ps(a2 + k), x, s[2]);
+    s[3] = _mm512_fmadd_ps(_mm512_loadu_ps(a3 + k), x, s[3]);
+    s[4] = _mm512_fmadd_ps(_mm512_loadu_ps(a0 + k + 16), y, s[4]);
+    s[5] = _mm512_fmadd_ps(_mm512_loadu_ps(a1 + k + 16), y, s[5]);
+    s[6] = _mm512_fmadd_ps(_mm512_loadu_ps(a2 + k + 16), y, s[6]);
+    s[7] = _mm512_fmadd_ps(_mm512_loadu_ps(a3 + k + 16), y, s[7]);
+  }
+  for (; k < K; k += 16) {
+    __mmask16 m = K - k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (K - k)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(m, b + k);
+    s[0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a0 + k), x, s[0]);
+    s[1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a1 + k), x, s[1]);
+    s[2] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a2 + k), x, s[2]);
+    s[3] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a3 + k), x, s[3]);
+  }
+  for (int i = 0; i < 4; i++) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(s[i], s[i + 4]));
 }
 #endif
 
-typedef struct {
-  int64_t M, K, lda, ldb, ldc;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-} SkinnySpec;
+typedef void (*Dot4)(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]);
 
 /* Columns [lo, hi) of C = alpha · A · Bᵀ + beta · C. Each row of B is read once (B is the big
  * operand); rows past M in a block of four re-read the last row of A and are not stored. */
-static void skinny_nt_cols(int64_t lo, int64_t hi, const SkinnySpec *g) {
+INLINE void skinny_nt_cols(int64_t lo, int64_t hi, const SkinnyArgs *g, Dot4 dot4) {
   for (int64_t n = lo; n < hi; n++) {
     const float *b = g->B + n * g->ldb;
     for (int64_t m0 = 0; m0 < g->M; m0 += 4) {
@@ -91,6 +136,10 @@ static void skinny_nt_cols(int64_t lo, int64_t hi, const SkinnySpec *g) {
   }
 }
 
+#define SKINNY_VARIANT(isa, _) \
+  TARGET_##isa void skinny_nt_cols__##isa(int64_t lo, int64_t hi, const SkinnyArgs *a) { skinny_nt_cols(lo, hi, a, dot4_##isa); }
+FOR_EACH_ISA(SKINNY_VARIANT, _)
+
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
               float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
@@ -104,8 +153,8 @@ void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, c
     return;
   }
   if (!tA && tB && M <= SKINNY_M) {
-    SkinnySpec g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, skinny_nt_cols, &g);
+    SkinnyArgs g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nt_cols, &g);
     return;
   }
 #ifdef _OPENMP

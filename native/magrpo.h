@@ -8,11 +8,15 @@
  *   norms.c        RMSNorm, LayerNorm
  *   optim.c        AdamW
  *   sampling.c     log-softmax gather (cross-entropy), entropy, top-k
+ *   dispatch.c     process set-up at load: the kernel table for this CPU, threads, malloc
  *   binding.c      N-API: argument checks, the JS functions, module init
  *
  * A kernel family exposes launchers (e.g. rmsnorm_forward) that split the work into row ranges
- * and run a range function on each, in parallel when the work is large enough. Launchers take
+ * and run a loop function on each, in parallel when the work is large enough. Launchers take
  * checked arguments: binding.c validates every size, offset and index before calling them.
+ *
+ * Loops are written once and compiled once per instruction set (see "ISA dispatch" below); the
+ * launchers call them through the table `kern` chosen at load.
  */
 #ifndef MAGRPO_H
 #define MAGRPO_H
@@ -78,13 +82,51 @@ static inline int team_size(void) { return 1; }
 void set_threads(int n);
 
 /* ---------------------------------------------------------------------------------------------
+ * ISA dispatch. A hot loop is written once, as an always-inline function of (lo, hi, args) that
+ * the compiler vectorises, then compiled once per instruction set by a wrapper with a target
+ * attribute (LOOP_VARIANTS) — never a global -m flag, so the addon runs on any CPU of its
+ * architecture. dispatch.c picks one table of wrappers at load, from the CPU's features or from
+ * MAGRPO_ISA. On x86-64 the variants are SSE2 (the baseline), AVX2+FMA and AVX-512 (F, BW, VL);
+ * elsewhere only the generic build, vectorised for that architecture's baseline (NEON on arm64).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT } Isa;
+
+/* A loop body or a helper it calls: inlined into each variant, so it compiles for its target. */
+#define INLINE static inline __attribute__((always_inline))
+
+#define TARGET_generic
+#if defined(__x86_64__)
+#define MAGRPO_X86 1
+#define TARGET_avx2 __attribute__((target("avx2,fma")))
+/* GCC's generic tuning would otherwise vectorise AVX-512 code with 256-bit registers. */
+#if defined(__clang__)
+#define TARGET_avx512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl"), min_vector_width(512)))
+#else
+#define TARGET_avx512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,prefer-vector-width=512")))
+#endif
+#define FOR_EACH_ISA(M, ...) M(generic, __VA_ARGS__) M(avx2, __VA_ARGS__) M(avx512, __VA_ARGS__)
+#else
+#define MAGRPO_X86 0
+#define FOR_EACH_ISA(M, ...) M(generic, __VA_ARGS__)
+#endif
+
+/* name__generic, name__avx2, ...: the variants of the loop `name`, whose body is the INLINE
+ * function name(lo, hi, a). A family file ends with FAMILY_LOOPS(LOOP_VARIANTS). */
+#define LOOP_VARIANT_(isa, name, Args) \
+  TARGET_##isa void name##__##isa(int64_t lo, int64_t hi, const Args *a) { name(lo, hi, a); }
+#define LOOP_VARIANTS(name, Args) FOR_EACH_ISA(LOOP_VARIANT_, name, Args)
+#define LOOP_DECLARE_(isa, name, Args) TARGET_##isa void name##__##isa(int64_t lo, int64_t hi, const Args *a);
+#define LOOP_DECLARE(name, Args) FOR_EACH_ISA(LOOP_DECLARE_, name, Args)
+
+/* ---------------------------------------------------------------------------------------------
  * Math helpers, inlined into the loops that call them.
  * ------------------------------------------------------------------------------------------- */
 
 /* exp for float32, written so that GCC vectorises the loops calling it. Cody-Waite reduction
  * x = n·ln2 + r, |r| ≤ ln2/2, and the Cephes degree-6 polynomial: ≤ 2 ulp on [-87.3, 88.3].
  * Below that range it returns 0 (true value < FLT_MIN), above it +inf; NaN propagates. */
-static inline float fast_expf(float x) {
+INLINE float fast_expf(float x) {
   const float lo = -87.33654f, hi = 88.3762626647949f;
   float xc = x < lo ? lo : (x > hi ? hi : x);
   const float magic = 12582912.0f; /* 1.5·2^23: adding it rounds to an integer in the low bits */
@@ -109,10 +151,10 @@ static inline float fast_expf(float x) {
 }
 
 /* 1 / (1 + e^-x), stable at both ends. */
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+INLINE float sigmoidf_(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
 
 /* sigmoid(x) and 1 − sigmoid(x) = e^-x · sigmoid(x); the latter without cancelling when s ≈ 1. */
-static inline float sigmoid_pair(float x, float *one_minus) {
+INLINE float sigmoid_pair(float x, float *one_minus) {
   float e = fast_expf(-x), s = 1.0f / (1.0f + e);
   *one_minus = e < INFINITY ? e * s : 1.0f;
   return s;
@@ -121,6 +163,15 @@ static inline float sigmoid_pair(float x, float *one_minus) {
 /* ---------------------------------------------------------------------------------------------
  * gemm.c
  * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t M, K, lda, ldb, ldc;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+} SkinnyArgs;
+
+#define GEMM_LOOPS(X) X(skinny_nt_cols, SkinnyArgs)
 
 /* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31. */
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
@@ -134,6 +185,63 @@ void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, c
 
 enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV };
 enum { U_GELU, U_SILU, U_RELU, U_EXP, U_LOG, U_TANH, U_NEG, U_SQRT, U_SQUARE };
+
+/* A binary op over a collapsed view: `rank` dims of `shape`, element strides `as`/`bs`. */
+typedef struct {
+  int op, rank;
+  int64_t shape[MAX_RANK], as[MAX_RANK], bs[MAX_RANK];
+  const float *a, *b;
+  float *out;
+} BinaryArgs;
+
+typedef struct {
+  int op;
+  const float *x, *gy;
+  float *out; /* the backward adds into it */
+} UnaryArgs;
+
+typedef struct {
+  double alpha;
+  const float *x; /* unused by scale */
+  float *y;
+} AxpyArgs;
+
+typedef struct {
+  const float *x;
+  double *sum;
+} SumSquaresArgs;
+
+typedef struct {
+  int64_t len, inner;
+  bool acc;
+  const float *x;
+  float *out;
+} ReduceSumArgs;
+
+typedef struct {
+  int64_t cols, lds, ldd;
+  bool acc;
+  const float *src;
+  float *dst;
+} Copy2dArgs;
+
+typedef struct {
+  const float *gate, *up, *gy;
+  float *out, *gGate, *gUp;
+} SwigluArgs;
+
+typedef struct {
+  int64_t n, C;
+  const int32_t *ids;
+  const float *gy;
+  float *gW;
+} EmbeddingArgs;
+
+#define ELEMENTWISE_LOOPS(X)                                                                   \
+  X(binary_rows, BinaryArgs) X(unary_range, UnaryArgs) X(unary_backward_range, UnaryArgs)      \
+  X(axpy_range, AxpyArgs) X(scale_range, AxpyArgs) X(sum_squares_range, SumSquaresArgs)        \
+  X(reduce_sum_range, ReduceSumArgs) X(copy2d_rows, Copy2dArgs) X(swiglu_range, SwigluArgs)    \
+  X(swiglu_backward_range, SwigluArgs) X(embedding_backward_blocks, EmbeddingArgs)
 
 /* out = a op b over `shape` (rank ≤ MAX_RANK) with element strides as/bs; out is dense. */
 void binary_forward(int op, int rank, const int64_t *shape, const float *a, const int64_t *as, const float *b, const int64_t *bs, float *out);
@@ -191,9 +299,56 @@ typedef struct {
 void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out);
 void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx);
 
+typedef struct {
+  SoftmaxSpec sp;
+  const float *x;
+  float *out;
+} SoftmaxArgs;
+
+typedef struct {
+  int64_t cols;
+  float scale;
+  const float *y, *gy;
+  float *gx;
+} SoftmaxBackwardArgs;
+
+typedef struct {
+  const AttnSpec *a;
+  float *P, *out;
+} AttnArgs;
+
+typedef struct {
+  const AttnSpec *a;
+  const AttnGrads *gr;
+  float *scratch; /* T·S floats per thread, for dP and then dS */
+} AttnBackwardArgs;
+
+typedef struct {
+  RopeSpec sp;
+  const float *x; /* gy for the backward */
+  float *out;     /* gx for the backward, which adds into it */
+} RopeArgs;
+
+#define ATTENTION_LOOPS(X)                                                                                   \
+  X(softmax_rows, SoftmaxArgs) X(softmax_backward_rows, SoftmaxBackwardArgs) X(attention_heads, AttnArgs)   \
+  X(attention_decode_rows, AttnArgs) X(attention_backward_groups, AttnBackwardArgs) X(rope_rows, RopeArgs) \
+  X(rope_backward_rows, RopeArgs)
+
 /* ---------------------------------------------------------------------------------------------
  * norms.c
  * ------------------------------------------------------------------------------------------- */
+
+/* The arguments of every norm loop; each uses the ones of its kernel. */
+typedef struct {
+  int64_t rows, C;
+  double eps;
+  const float *x, *w, *b, *gy;
+  float *out, *mean, *rstd, *gx, *gw, *gb;
+} NormArgs;
+
+#define NORMS_LOOPS(X)                                                                                     \
+  X(rmsnorm_rows, NormArgs) X(rmsnorm_backward_rows, NormArgs) X(rmsnorm_gw_blocks, NormArgs)              \
+  X(layernorm_rows, NormArgs) X(layernorm_backward_rows, NormArgs) X(layernorm_gwb_blocks, NormArgs)
 
 void rmsnorm_forward(int64_t rows, int64_t C, const float *x, const float *w, double eps, float *out, float *rstd);
 void rmsnorm_backward(int64_t rows, int64_t C, const float *x, const float *w, const float *rstd, const float *gy, float *gx, float *gw);
@@ -209,11 +364,30 @@ typedef struct {
   double lr, b1, b2, eps, wd, bc1, bc2;
 } AdamSpec;
 
+typedef struct {
+  AdamSpec h;
+  float *p, *m, *v;
+  const float *g;
+} AdamArgs;
+
+#define OPTIM_LOOPS(X) X(adamw_range, AdamArgs)
+
 void adamw_update(int64_t n, const AdamSpec *h, float *p, const float *g, float *m, float *v);
 
 /* ---------------------------------------------------------------------------------------------
  * sampling.c
  * ------------------------------------------------------------------------------------------- */
+
+/* The arguments of the loops over vocabulary rows; each uses the ones of its kernel. */
+typedef struct {
+  int64_t V;
+  const float *logits, *gLogp;
+  const int32_t *targets;
+  float *lse, *logp, *out, *gLogits;
+} VocabArgs;
+
+#define SAMPLING_LOOPS(X) \
+  X(log_softmax_gather_rows, VocabArgs) X(log_softmax_gather_backward_rows, VocabArgs) X(entropy_rows, VocabArgs)
 
 /* Targets are < V; negative targets are ignored (logp 0, no gradient). */
 void log_softmax_gather_forward(int64_t rows, int64_t V, const float *logits, const int32_t *targets, float *logp, float *lse);
@@ -222,5 +396,31 @@ void log_softmax_gather_backward(int64_t rows, int64_t V, const float *logits, c
 void entropy_forward(int64_t rows, int64_t V, const float *logits, const float *lse, float *out);
 /* False when out of memory for its heaps. */
 bool topk_rows(int64_t rows, int64_t n, int64_t k, const float *x, float *vals, int32_t *idx);
+
+/* ---------------------------------------------------------------------------------------------
+ * The kernel table (dispatch.c): one entry per loop, all of one ISA.
+ * ------------------------------------------------------------------------------------------- */
+
+#define ALL_LOOPS(X) GEMM_LOOPS(X) ELEMENTWISE_LOOPS(X) ATTENTION_LOOPS(X) NORMS_LOOPS(X) OPTIM_LOOPS(X) SAMPLING_LOOPS(X)
+
+ALL_LOOPS(LOOP_DECLARE)
+
+typedef struct {
+  Isa isa;
+#define KERNEL_FIELD(name, Args) void (*name)(int64_t lo, int64_t hi, const Args *a);
+  ALL_LOOPS(KERNEL_FIELD)
+#undef KERNEL_FIELD
+} Kernels;
+
+/* The table in use: set once at load, before any kernel runs. */
+extern const Kernels *kern;
+
+extern const char *const ISA_NAMES[ISA_COUNT];
+
+/* Once per process: chooses the kernel table and the thread count. NULL, or why the addon cannot
+ * run here (a bad MAGRPO_ISA). */
+const char *magrpo_init(void);
+/* Whether this CPU runs the given variant. */
+bool isa_supported(Isa isa);
 
 #endif

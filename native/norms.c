@@ -8,7 +8,11 @@
  * rmsnorm, rmsnormBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void rmsnorm_rows(int64_t lo, int64_t hi, int64_t C, const float *x, const float *w, double eps, float *out, float *rstd) {
+INLINE void rmsnorm_rows(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t C = a->C;
+  const float *x = a->x, *w = a->w;
+  double eps = a->eps;
+  float *out = a->out, *rstd = a->rstd;
   for (int64_t r = lo; r < hi; r++) {
     const float *xr = x + r * C;
     float *o = out + r * C;
@@ -22,11 +26,15 @@ static void rmsnorm_rows(int64_t lo, int64_t hi, int64_t C, const float *x, cons
 }
 
 void rmsnorm_forward(int64_t rows, int64_t C, const float *x, const float *w, double eps, float *out, float *rstd) {
-  PARALLEL_RANGE((double)rows * C, rows, rmsnorm_rows, C, x, w, eps, out, rstd);
+  NormArgs a = {.rows = rows, .C = C, .eps = eps, .x = x, .w = w, .out = out, .rstd = rstd};
+  PARALLEL_RANGE((double)rows * C, rows, kern->rmsnorm_rows, &a);
 }
 
 /* gx += rstd·w·gy − x · rstd³/C · Σ_j gy_j w_j x_j */
-static void rmsnorm_backward_rows(int64_t lo, int64_t hi, int64_t C, const float *x, const float *w, const float *rstd, const float *gy, float *gx) {
+INLINE void rmsnorm_backward_rows(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t C = a->C;
+  const float *x = a->x, *w = a->w, *rstd = a->rstd, *gy = a->gy;
+  float *gx = a->gx;
   for (int64_t r = lo; r < hi; r++) {
     const float *xr = x + r * C, *gr = gy + r * C;
     float *o = gx + r * C;
@@ -40,7 +48,10 @@ static void rmsnorm_backward_rows(int64_t lo, int64_t hi, int64_t C, const float
 }
 
 /* gw[j] += Σ_r gy[r,j] · x[r,j] · rstd[r] for the column blocks [lo, hi). */
-static void rmsnorm_gw_blocks(int64_t lo, int64_t hi, int64_t rows, int64_t C, const float *x, const float *rstd, const float *gy, float *gw) {
+INLINE void rmsnorm_gw_blocks(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t rows = a->rows, C = a->C;
+  const float *x = a->x, *rstd = a->rstd, *gy = a->gy;
+  float *gw = a->gw;
   for (int64_t bk = lo; bk < hi; bk++) {
     int64_t j0 = bk * COL_BLOCK, j1 = j0 + COL_BLOCK < C ? j0 + COL_BLOCK : C;
     double acc[COL_BLOCK] = {0};
@@ -55,16 +66,20 @@ static void rmsnorm_gw_blocks(int64_t lo, int64_t hi, int64_t rows, int64_t C, c
 
 void rmsnorm_backward(int64_t rows, int64_t C, const float *x, const float *w, const float *rstd, const float *gy, float *gx, float *gw) {
   double n = (double)rows * C;
-  PARALLEL_RANGE(n, rows, rmsnorm_backward_rows, C, x, w, rstd, gy, gx);
-  PARALLEL_RANGE(n, (C + COL_BLOCK - 1) / COL_BLOCK, rmsnorm_gw_blocks, rows, C, x, rstd, gy, gw);
+  NormArgs a = {.rows = rows, .C = C, .x = x, .w = w, .rstd = (float *)rstd, .gy = gy, .gx = gx, .gw = gw};
+  PARALLEL_RANGE(n, rows, kern->rmsnorm_backward_rows, &a);
+  PARALLEL_RANGE(n, (C + COL_BLOCK - 1) / COL_BLOCK, kern->rmsnorm_gw_blocks, &a);
 }
 
 /* ---------------------------------------------------------------------------------------------
  * layernorm, layernormBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void layernorm_rows(int64_t lo, int64_t hi, int64_t C, const float *x, const float *w, const float *b, double eps, float *out, float *mean,
-                           float *rstd) {
+INLINE void layernorm_rows(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t C = a->C;
+  const float *x = a->x, *w = a->w, *b = a->b;
+  double eps = a->eps;
+  float *out = a->out, *mean = a->mean, *rstd = a->rstd;
   for (int64_t r = lo; r < hi; r++) {
     const float *xr = x + r * C;
     float *o = out + r * C;
@@ -83,12 +98,15 @@ static void layernorm_rows(int64_t lo, int64_t hi, int64_t C, const float *x, co
 }
 
 void layernorm_forward(int64_t rows, int64_t C, const float *x, const float *w, const float *b, double eps, float *out, float *mean, float *rstd) {
-  PARALLEL_RANGE((double)rows * C, rows, layernorm_rows, C, x, w, b, eps, out, mean, rstd);
+  NormArgs a = {.rows = rows, .C = C, .eps = eps, .x = x, .w = w, .b = b, .out = out, .mean = mean, .rstd = rstd};
+  PARALLEL_RANGE((double)rows * C, rows, kern->layernorm_rows, &a);
 }
 
 /* With xhat = (x − mean)·rstd and d = gy·w: gx += rstd · (d − mean(d) − xhat · mean(d · xhat)). */
-static void layernorm_backward_rows(int64_t lo, int64_t hi, int64_t C, const float *x, const float *w, const float *mean, const float *rstd, const float *gy,
-                                    float *gx) {
+INLINE void layernorm_backward_rows(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t C = a->C;
+  const float *x = a->x, *w = a->w, *mean = a->mean, *rstd = a->rstd, *gy = a->gy;
+  float *gx = a->gx;
   for (int64_t r = lo; r < hi; r++) {
     const float *xr = x + r * C, *gr = gy + r * C;
     float *o = gx + r * C;
@@ -109,8 +127,10 @@ static void layernorm_backward_rows(int64_t lo, int64_t hi, int64_t C, const flo
 }
 
 /* gw[j] += Σ_r gy · xhat and gb[j] += Σ_r gy for the column blocks [lo, hi). */
-static void layernorm_gwb_blocks(int64_t lo, int64_t hi, int64_t rows, int64_t C, const float *x, const float *mean, const float *rstd, const float *gy,
-                                 float *gw, float *gb) {
+INLINE void layernorm_gwb_blocks(int64_t lo, int64_t hi, const NormArgs *a) {
+  int64_t rows = a->rows, C = a->C;
+  const float *x = a->x, *mean = a->mean, *rstd = a->rstd, *gy = a->gy;
+  float *gw = a->gw, *gb = a->gb;
   for (int64_t bk = lo; bk < hi; bk++) {
     int64_t j0 = bk * COL_BLOCK, j1 = j0 + COL_BLOCK < C ? j0 + COL_BLOCK : C;
     double aw[COL_BLOCK] = {0}, ab[COL_BLOCK] = {0};
@@ -132,6 +152,9 @@ static void layernorm_gwb_blocks(int64_t lo, int64_t hi, int64_t rows, int64_t C
 void layernorm_backward(int64_t rows, int64_t C, const float *x, const float *w, const float *mean, const float *rstd, const float *gy, float *gx,
                         float *gw, float *gb) {
   double n = (double)rows * C;
-  PARALLEL_RANGE(n, rows, layernorm_backward_rows, C, x, w, mean, rstd, gy, gx);
-  PARALLEL_RANGE(n, (C + COL_BLOCK - 1) / COL_BLOCK, layernorm_gwb_blocks, rows, C, x, mean, rstd, gy, gw, gb);
+  NormArgs a = {.rows = rows, .C = C, .x = x, .w = w, .mean = (float *)mean, .rstd = (float *)rstd, .gy = gy, .gx = gx, .gw = gw, .gb = gb};
+  PARALLEL_RANGE(n, rows, kern->layernorm_backward_rows, &a);
+  PARALLEL_RANGE(n, (C + COL_BLOCK - 1) / COL_BLOCK, kern->layernorm_gwb_blocks, &a);
 }
+
+NORMS_LOOPS(LOOP_VARIANTS)

@@ -5,7 +5,10 @@
 
 /* Float arithmetic, vectorised: the update is memory-bound at 124M parameters only this way
  * (double division and square root made it ~3x slower). Agrees with the reference to ~1 ulp. */
-static void adamw_range(int64_t lo, int64_t hi, const AdamSpec *h, float *p, const float *g, float *m, float *v) {
+INLINE void adamw_range(int64_t lo, int64_t hi, const AdamArgs *a) {
+  const AdamSpec *h = &a->h;
+  float *p = a->p, *m = a->m, *v = a->v;
+  const float *g = a->g;
   float decay = (float)(1.0 - h->lr * h->wd), b1 = (float)h->b1, b2 = (float)h->b2, c1 = (float)(1.0 - h->b1), c2 = (float)(1.0 - h->b2);
   float step = (float)(h->lr / h->bc1), rbc2 = (float)(1.0 / h->bc2), eps = (float)h->eps;
 #pragma omp simd
@@ -19,4 +22,9 @@ static void adamw_range(int64_t lo, int64_t hi, const AdamSpec *h, float *p, con
   }
 }
 
-void adamw_update(int64_t n, const AdamSpec *h, float *p, const float *g, float *m, float *v) { PARALLEL_RANGE(n, n, adamw_range, h, p, g, m, v); }
+void adamw_update(int64_t n, const AdamSpec *h, float *p, const float *g, float *m, float *v) {
+  AdamArgs a = {*h, p, m, v, g};
+  PARALLEL_RANGE(n, n, kern->adamw_range, &a);
+}
+
+OPTIM_LOOPS(LOOP_VARIANTS)

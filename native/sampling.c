@@ -10,7 +10,11 @@
  * logSoftmaxGather, logSoftmaxGatherBackward, entropy
  * ------------------------------------------------------------------------------------------- */
 
-static void log_softmax_gather_rows(int64_t lo, int64_t hi, int64_t V, const float *logits, const int32_t *targets, float *logp, float *lse) {
+INLINE void log_softmax_gather_rows(int64_t lo, int64_t hi, const VocabArgs *a) {
+  int64_t V = a->V;
+  const float *logits = a->logits;
+  const int32_t *targets = a->targets;
+  float *logp = a->logp, *lse = a->lse;
   for (int64_t r = lo; r < hi; r++) {
     const float *l = logits + r * V;
     float m = -INFINITY;
@@ -26,11 +30,15 @@ static void log_softmax_gather_rows(int64_t lo, int64_t hi, int64_t V, const flo
 }
 
 void log_softmax_gather_forward(int64_t rows, int64_t V, const float *logits, const int32_t *targets, float *logp, float *lse) {
-  PARALLEL_RANGE((double)rows * V, rows, log_softmax_gather_rows, V, logits, targets, logp, lse);
+  VocabArgs a = {.V = V, .logits = logits, .targets = targets, .logp = logp, .lse = lse};
+  PARALLEL_RANGE((double)rows * V, rows, kern->log_softmax_gather_rows, &a);
 }
 
-static void log_softmax_gather_backward_rows(int64_t lo, int64_t hi, int64_t V, const float *logits, const float *lse, const int32_t *targets,
-                                             const float *gLogp, float *gLogits) {
+INLINE void log_softmax_gather_backward_rows(int64_t lo, int64_t hi, const VocabArgs *a) {
+  int64_t V = a->V;
+  const float *logits = a->logits, *lse = a->lse, *gLogp = a->gLogp;
+  const int32_t *targets = a->targets;
+  float *gLogits = a->gLogits;
   for (int64_t r = lo; r < hi; r++) {
     int32_t t = targets[r];
     if (t < 0) continue;
@@ -43,10 +51,14 @@ static void log_softmax_gather_backward_rows(int64_t lo, int64_t hi, int64_t V, 
 
 void log_softmax_gather_backward(int64_t rows, int64_t V, const float *logits, const float *lse, const int32_t *targets, const float *gLogp,
                                  float *gLogits) {
-  PARALLEL_RANGE((double)rows * V, rows, log_softmax_gather_backward_rows, V, logits, lse, targets, gLogp, gLogits);
+  VocabArgs a = {.V = V, .logits = logits, .lse = (float *)lse, .targets = targets, .gLogp = gLogp, .gLogits = gLogits};
+  PARALLEL_RANGE((double)rows * V, rows, kern->log_softmax_gather_backward_rows, &a);
 }
 
-static void entropy_rows(int64_t lo, int64_t hi, int64_t V, const float *logits, const float *lse, float *out) {
+INLINE void entropy_rows(int64_t lo, int64_t hi, const VocabArgs *a) {
+  int64_t V = a->V;
+  const float *logits = a->logits, *lse = a->lse;
+  float *out = a->out;
   for (int64_t r = lo; r < hi; r++) {
     const float *l = logits + r * V;
     float lr = lse[r];
@@ -61,8 +73,11 @@ static void entropy_rows(int64_t lo, int64_t hi, int64_t V, const float *logits,
 }
 
 void entropy_forward(int64_t rows, int64_t V, const float *logits, const float *lse, float *out) {
-  PARALLEL_RANGE((double)rows * V, rows, entropy_rows, V, logits, lse, out);
+  VocabArgs a = {.V = V, .logits = logits, .lse = (float *)lse, .out = out};
+  PARALLEL_RANGE((double)rows * V, rows, kern->entropy_rows, &a);
 }
+
+SAMPLING_LOOPS(LOOP_VARIANTS)
 
 /* ---------------------------------------------------------------------------------------------
  * topk: a size-k heap whose root is the worst kept entry ("worse" = smaller value, then larger

@@ -70,16 +70,6 @@ function findOpenblas() {
   return { include, libdir };
 }
 
-function hasAvx2Fma() {
-  if (process.arch !== 'x64') return false;
-  const flags =
-    process.platform === 'linux'
-      ? (readFileSync('/proc/cpuinfo', 'utf8').match(/^flags\s*:(.*)$/m)?.[1] ?? '')
-      : (run('sysctl', ['-n', 'machdep.cpu.leaf7_features', 'machdep.cpu.features']) ?? '');
-  const words = new Set(flags.toLowerCase().split(/\s+/));
-  return words.has('avx2') && words.has('fma');
-}
-
 // macOS: Apple clang has no OpenMP runtime; use Homebrew's libomp when present, else build serial loops.
 function libompPrefix() {
   if (process.platform !== 'darwin') return '';
@@ -96,7 +86,6 @@ if (!force && upToDate()) {
 const { include, libdir } = findOpenblas();
 const ompPrefix = libompPrefix();
 const openmp = process.platform !== 'darwin' || ompPrefix !== '';
-const simd = hasAvx2Fma();
 
 // Node's own headers sit next to the binary (e.g. /usr/bin/node -> /usr/include/node); without
 // them node-gyp would try to download headers, which needs the network.
@@ -107,7 +96,7 @@ if (nodedirArgs.length === 0) console.warn(`build-native: no Node headers under 
 const nodeGyp = join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
 if (!existsSync(nodeGyp)) die('node-gyp is missing from node_modules; run `npm install` first.');
 
-console.log(`build-native: OpenBLAS ${include} (lib ${libdir}), OpenMP ${openmp ? 'on' : 'off'}, AVX2+FMA ${simd ? 'on' : 'off'}`);
+console.log(`build-native: OpenBLAS ${include} (lib ${libdir}), OpenMP ${openmp ? 'on' : 'off'}`);
 const args = [
   nodeGyp,
   'rebuild',
@@ -117,7 +106,6 @@ const args = [
   '--',
   `-Dopenblas_include=${include}`,
   `-Dopenblas_libdir=${libdir}`,
-  `-Dx86_simd=${simd ? 1 : 0}`,
   `-Dopenmp=${openmp ? 1 : 0}`,
   `-Dlibomp_prefix=${ompPrefix}`,
 ];

@@ -1,5 +1,5 @@
 /**
- * The native backend: the C addon of native/magrpo.c (OpenBLAS sgemm + C loops), built by
+ * The native backend: the C addon of native/ (OpenBLAS sgemm + C loops), built by
  * `npm run build:native`. The addon's functions are the kernels themselves, with the argument
  * order of `Backend`, so calls go straight to C; the addon checks types and lengths.
  */
@@ -10,7 +10,16 @@ import { fileURLToPath } from 'node:url';
 import { type Backend, KERNELS } from '../backend.js';
 import { selectBlasCore } from '../blas-core.js';
 
-type NativeAddon = Omit<Backend, 'name'>;
+/** The addon's functions beyond the kernels: which compiled variant of its loops runs (native/README.md). */
+interface IsaInfo {
+  isa(): NativeIsa;
+  supportedIsas(): NativeIsa[];
+}
+
+type NativeAddon = Omit<Backend, 'name'> & IsaInfo;
+
+/** A variant of the C kernels: x86-64 baseline (SSE2; the only one elsewhere), AVX2+FMA, AVX-512. */
+export type NativeIsa = 'generic' | 'avx2' | 'avx512';
 
 const ADDON_PATH = ['native', 'build', 'Release', 'magrpo.node'];
 const SELECT_REFERENCE = 'Set MAGRPO_BACKEND=reference to use the (slower) TypeScript backend instead.';
@@ -65,10 +74,21 @@ export function loadNativeBackend(): Backend {
     throw new NativeBackendUnavailable(`native addon ${file} failed to load: ${(err as Error).message}`, file);
   }
   // A stale build lacks newer kernels: say so now rather than fail mid-training.
-  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads'].filter((k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function');
+  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas'].filter(
+    (k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function',
+  );
   if (missing.length > 0) {
     throw new NativeBackendUnavailable(`native addon ${file} lacks ${missing.join(', ')}; rebuild it with \`npm run build:native -- --force\`.`, file);
   }
   loaded = Object.freeze({ ...addon, name: 'native' as const });
   return loaded;
+}
+
+/**
+ * The variant of the C kernels in use (the best this CPU runs, or MAGRPO_ISA's) and every variant
+ * this CPU runs, best last. Loads the addon.
+ */
+export function nativeIsa(): { isa: NativeIsa; supported: NativeIsa[] } {
+  const addon = loadNativeBackend() as unknown as IsaInfo;
+  return { isa: addon.isa(), supported: addon.supportedIsas() };
 }
