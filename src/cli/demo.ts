@@ -100,7 +100,15 @@ export async function runDemo(flags: DemoFlags): Promise<{ runDir: string; table
   const table = formatTable(rows.map((r) => ({ method: r.method, metrics: pick(r.metrics, TABLE_COLUMNS[flags.env]) })));
   say('[demo] 3/3 plotting');
   await plotDemo(report.dir, rows);
-  const record = { env: flags.env, seed: flags.seed, overrides: flags.set ?? [], wall_s: (performance.now() - started) / 1000, machine: { ...machineRecord(), commit: machine.commit, date: machine.date }, rows };
+  const record = {
+    env: flags.env,
+    seed: flags.seed,
+    training_fluency: trainingFluency(report.dir),
+    overrides: flags.set ?? [],
+    wall_s: (performance.now() - started) / 1000,
+    machine: { ...machineRecord(), commit: machine.commit, date: machine.date },
+    rows,
+  };
   writeFileSync(join(report.dir, 'demo.json'), `${JSON.stringify(record, null, 2)}\n`);
   if (flags.record) {
     mkdirSync(flags.record, { recursive: true });
@@ -120,6 +128,23 @@ export function formatExamples(rows: EvalReport['rows']): string {
     out.push('');
   }
   return out.join('\n');
+}
+
+/**
+ * Each agent's fluency at the start and the end of training: the mean of the first and the last
+ * tenth of its logged entries (at least one), per metric.
+ */
+export function trainingFluency(runDir: string): Record<string, { first: number; last: number }> {
+  const out: Record<string, { first: number; last: number }> = {};
+  const metrics = readJsonl<Record<string, number>>(join(runDir, RUN_FILES.metrics));
+  const keys = new Set(metrics.flatMap((m) => Object.keys(m).filter((k) => /^agent_\d+\/(word_validity|ref_nll|distinct_2|repetition)$/.test(k))));
+  for (const k of keys) {
+    const v = metrics.flatMap((m) => (Number.isFinite(m[k]) ? [m[k]] : []));
+    const n = Math.max(1, Math.floor(v.length / 10));
+    const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    out[k] = { first: avg(v.slice(0, n)), last: avg(v.slice(-n)) };
+  }
+  return out;
 }
 
 /** Moving average over the last `w` points (the per-item training metrics are noisy). */
