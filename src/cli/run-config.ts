@@ -7,7 +7,8 @@
  */
 import { z } from 'zod';
 import { ENV_NAMES, ENVIRONMENTS, envEntry } from '../envs/registry.js';
-import { type ConfigIssue, didYouMean, formatIssues, MagrpoConfigSchema } from '../rl/config.js';
+import { type ConfigIssue, didYouMean, formatIssues, MagrpoConfigSchema, TRAINER_KEYS, unknownTrainerKey } from '../rl/config.js';
+import { applyTrlNames, TRL_ALIASES } from '../rl/trl-names.js';
 
 const posInt = () => z.number().int().min(1);
 
@@ -53,7 +54,9 @@ export const RunConfigSchema = z
     env: EnvSectionSchema.describe('what the team is trained on'),
     model: z.string().min(1).optional().describe('one model folder for every agent (relative to this config file)'),
     models: z.array(z.string().min(1)).min(1).optional().describe('one model folder per agent (a heterogeneous team)'),
-    trainer: MagrpoConfigSchema.default(MagrpoConfigSchema.parse({})).describe('MAGRPO trainer settings (TRL/CoMLRL names)'),
+    trainer: MagrpoConfigSchema.default(MagrpoConfigSchema.parse({})).describe(
+      'MAGRPO trainer settings (CoMLRL names; TRL GRPOConfig names such as learning_rate are accepted, docs/trl-names.md)',
+    ),
     output_dir: z.string().min(1).default('runs').describe('parent folder of run directories (relative to the working directory)'),
     run_name: z
       .string()
@@ -112,10 +115,39 @@ function valueAt(raw: unknown, path: string): unknown {
   return v;
 }
 
+/** Unknown keys of the trainer section (and trainer keys put at the top level) get a specific message. */
+function unknownKeyHint(path: (string | number)[], key: string): string | null {
+  if (path.length === 1 && path[0] === 'trainer') return unknownTrainerKey(key, TRAINER_KEYS);
+  if (path.length === 0 && (TRAINER_KEYS.includes(key) || key in TRL_ALIASES)) return 'a trainer setting: put it under "trainer:"';
+  return null;
+}
+
+/**
+ * The run config with the trainer section's TRL names rewritten (rl/trl-names.ts), the problems
+ * of that rewrite, and a function that reports a rewritten key's problems under the TRL name.
+ */
+function rewriteTrlNames(raw: unknown): { raw: unknown; issues: ConfigIssue[]; rename: (i: ConfigIssue) => ConfigIssue } {
+  const trainer = (raw as { trainer?: unknown } | null)?.trainer;
+  if (trainer === undefined) return { raw, issues: [], rename: (i) => i };
+  const trl = applyTrlNames(trainer, TRAINER_KEYS);
+  const rename = (i: ConfigIssue): ConfigIssue => {
+    const [section, key, ...rest] = i.path.split('.');
+    const from = section === 'trainer' ? trl.origin[key] : undefined;
+    return from ? { path: ['trainer', from, ...rest].join('.'), message: `(as ${key}) ${i.message}` } : i;
+  };
+  return {
+    raw: { ...(raw as object), trainer: trl.section },
+    issues: trl.issues.map((i) => ({ path: `trainer.${i.key}`, message: i.message })),
+    rename,
+  };
+}
+
 /** Every problem of a raw config, each by key path: the schema, then the environment's own options. */
-export function checkRunConfig(raw: unknown): { config: RunConfig | null; issues: ConfigIssue[] } {
+export function checkRunConfig(input: unknown): { config: RunConfig | null; issues: ConfigIssue[] } {
+  const trl = rewriteTrlNames(input);
+  const raw = trl.raw;
   const r = RunConfigSchema.safeParse(raw, { reportInput: true });
-  const issues = r.success ? [] : describeIssues(r.error, keysAt, raw, []);
+  const issues = [...trl.issues, ...(r.success ? [] : describeIssues(r.error, keysAt, raw, [], unknownKeyHint).map(trl.rename))];
   const env = (raw as { env?: { name?: unknown; options?: unknown } } | null)?.env;
   const entry = typeof env?.name === 'string' ? envEntry(env.name) : undefined;
   if (typeof env?.name === 'string' && !entry) {
@@ -140,9 +172,15 @@ export function checkRunConfig(raw: unknown): { config: RunConfig | null; issues
  * Path-named messages (rl/config formatIssues) under `prefix`, plus the offending value where
  * zod's built-in message does not show it. Custom refinements already say what is wrong.
  */
-function describeIssues(error: z.ZodError, known: (path: (string | number)[]) => string[], raw: unknown, prefix: string[]): ConfigIssue[] {
+function describeIssues(
+  error: z.ZodError,
+  known: (path: (string | number)[]) => string[],
+  raw: unknown,
+  prefix: string[],
+  unknownKey?: (path: (string | number)[], key: string) => string | null,
+): ConfigIssue[] {
   return error.issues.flatMap((issue) => {
-    const one = formatIssues(new z.ZodError([issue]), (p) => known(p)).map((i) => ({
+    const one = formatIssues(new z.ZodError([issue]), (p) => known(p), unknownKey).map((i) => ({
       path: [...prefix, ...(i.path === '(root)' ? [] : [i.path])].join('.') || '(root)',
       message: i.message,
     }));
@@ -167,6 +205,10 @@ export function runConfigJsonSchema(): Record<string, unknown> {
     properties: { env: Record<string, unknown> };
   };
   schema.title = 'magrpo run config';
+  // TRL names are accepted in the trainer section (rewritten before validation), so editors accept them too.
+  const trainer = (schema.properties as unknown as Record<string, { properties: Record<string, unknown> }>).trainer;
+  for (const [name, alias] of Object.entries(TRL_ALIASES))
+    trainer.properties[name] = { description: `TRL GRPOConfig name: sets ${alias.sets.join(' and ')} (docs/trl-names.md)` };
   schema.properties.env.allOf = ENVIRONMENTS.map((e) => ({
     if: { properties: { name: { const: e.name } }, required: ['name'] },
     // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keywords

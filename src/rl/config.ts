@@ -5,6 +5,7 @@
  * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
  */
 import { z } from 'zod';
+import { applyTrlNames, type TrlConfigNames, trlNote, withTrlNames } from './trl-names.js';
 
 const posInt = () => z.number().int().min(1);
 const nonNegInt = () => z.number().int().min(0);
@@ -137,8 +138,8 @@ export const MagrpoConfigSchema = z
     }
   });
 
-/** The config as users write it (every key optional). */
-export type MagrpoConfigInput = z.input<typeof MagrpoConfigSchema>;
+/** The config as users write it (every key optional; TRL GRPOConfig names accepted, docs/trl-names.md). */
+export type MagrpoConfigInput = z.input<typeof MagrpoConfigSchema> & TrlConfigNames;
 /** The resolved config, every default filled in. */
 export type MagrpoConfig = z.output<typeof MagrpoConfigSchema>;
 
@@ -171,25 +172,52 @@ function distance(a: string, b: string): number {
   return d[a.length][b.length];
 }
 
-export function didYouMean(key: string, known: readonly string[]): string | null {
-  let best: string | null = null;
-  let bestD = Number.POSITIVE_INFINITY;
+/** The known key closest to `key`, by edit distance (null if there are none). */
+function closest(key: string, known: readonly string[]): { key: string; distance: number } | null {
+  let best: { key: string; distance: number } | null = null;
   for (const k of known) {
-    const dist = distance(key, k);
-    if (dist < bestD) [best, bestD] = [k, dist];
+    const d = distance(key, k);
+    if (best === null || d < best.distance) best = { key: k, distance: d };
   }
-  return best !== null && bestD <= Math.max(2, Math.floor(key.length / 3)) ? best : null;
+  return best;
 }
 
-/** Turns zod issues into path-named messages (unknown keys get a did-you-mean). */
-export function formatIssues(error: z.ZodError, knownKeys: (path: (string | number)[]) => string[]): ConfigIssue[] {
+export function didYouMean(key: string, known: readonly string[]): string | null {
+  const best = closest(key, known);
+  return best !== null && best.distance <= Math.max(2, Math.floor(key.length / 3)) ? best.key : null;
+}
+
+/**
+ * The message for an unknown trainer key: a TRL GRPOConfig key magrpo has no equivalent for says
+ * so (and what to use instead); anything else names the closest key (TRL names included).
+ */
+export function unknownTrainerKey(key: string, known: readonly string[]): string {
+  const note = trlNote(key);
+  if (note) return `TRL's GRPOConfig key "${key}" has no magrpo equivalent: ${note} (docs/trl-names.md)`;
+  const names = withTrlNames(known);
+  const hint = didYouMean(key, names);
+  if (hint) return `unknown key — did you mean "${hint}"?`;
+  const best = closest(key, names);
+  return `unknown key${best ? ` (the closest trainer key is "${best.key}")` : ''}; every key: \`magrpo schema\`, TRL names: docs/trl-names.md`;
+}
+
+/**
+ * Turns zod issues into path-named messages (unknown keys get a did-you-mean, or the message of
+ * `unknownKey` when it has one for that key).
+ */
+export function formatIssues(
+  error: z.ZodError,
+  knownKeys: (path: (string | number)[]) => string[],
+  unknownKey?: (path: (string | number)[], key: string) => string | null,
+): ConfigIssue[] {
   const out: ConfigIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const path = [...issue.path, key].join('.');
+        const special = unknownKey?.(issue.path as (string | number)[], key);
         const hint = didYouMean(key, knownKeys(issue.path as (string | number)[]));
-        out.push({ path, message: `unknown key${hint ? ` — did you mean "${hint}"?` : ''}` });
+        out.push({ path, message: special ?? `unknown key${hint ? ` — did you mean "${hint}"?` : ''}` });
       }
       continue;
     }
@@ -202,14 +230,37 @@ export function formatIssues(error: z.ZodError, knownKeys: (path: (string | numb
   return out;
 }
 
+/** The trainer section's own keys. */
+export const TRAINER_KEYS: readonly string[] = Object.keys(MagrpoConfigSchema.shape);
+
+/**
+ * Rewrites TRL names (trl-names.ts), then validates a trainer section. Problems are reported by
+ * the key the user wrote: a bad `learning_rate` is reported as `learning_rate`, not as the
+ * `agent_learning_rate` it became.
+ */
+export function checkTrainerSection(input: unknown): { config: MagrpoConfig | null; issues: ConfigIssue[]; section: unknown } {
+  const trl = applyTrlNames(input ?? {}, TRAINER_KEYS);
+  const issues: ConfigIssue[] = trl.issues.map((i) => ({ path: i.key, message: i.message }));
+  const r = MagrpoConfigSchema.safeParse(trl.section, { reportInput: true });
+  if (!r.success) {
+    for (const i of formatIssues(
+      r.error,
+      () => [...TRAINER_KEYS],
+      (path, key) => (path.length === 0 ? unknownTrainerKey(key, TRAINER_KEYS) : null),
+    )) {
+      const top = i.path.split('.')[0];
+      const from = trl.origin[top];
+      issues.push(from ? { path: [from, ...i.path.split('.').slice(1)].join('.'), message: `(as ${i.path}) ${i.message}` } : i);
+    }
+  }
+  return { config: r.success && issues.length === 0 ? r.data : null, issues, section: trl.section };
+}
+
 /** Validates and fills defaults; throws ConfigError naming every bad key. */
 export function resolveConfig(input: unknown, source = 'MAGRPO config'): MagrpoConfig {
-  const r = MagrpoConfigSchema.safeParse(input ?? {});
-  if (r.success) return r.data;
-  throw new ConfigError(
-    formatIssues(r.error, () => Object.keys(MagrpoConfigSchema.shape)),
-    source,
-  );
+  const { config, issues } = checkTrainerSection(input);
+  if (config) return config;
+  throw new ConfigError(issues, source);
 }
 
 /** Per-agent value of a scalar-or-list key. */
