@@ -4,6 +4,7 @@
  *
  *   npx tsx scripts/build-data.ts            # write everything
  *   npx tsx scripts/build-data.ts --check    # rebuild in memory, compare with manifest.json, exit 1 on drift
+ *   npx tsx scripts/build-data.ts --corpus large [--check|--force]   # the large corpus (build-large-data.ts)
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -14,6 +15,7 @@ import { buildCorpus, type CorpusDoc, DEFAULT_CORPUS_OPTIONS, type FileEntry, sh
 import { type CompressionStat, type Manifest, renderDataCard, sourceEntries } from '../src/data/datacard.js';
 import { PY_TEMPLATES } from '../src/data/pyfuncs.js';
 import { PROSE_SOURCES } from '../src/data/sources.js';
+import { buildLarge, largeCardSection } from './build-large-data.js';
 
 const VOCAB_SIZE = 4096;
 const MIN_FREQUENCY = 2;
@@ -47,6 +49,16 @@ function compression(trained: TrainedTokenizer, docs: readonly CorpusDoc[]): Com
       const s = groups.get(g) as { docs: number; chars: number; tokens: number };
       return { group: g.trim() === g ? g : `└ ${g.trim()}`, ...s, chars_per_token: Math.round((s.chars / s.tokens) * 1000) / 1000 };
     });
+}
+
+// `--corpus large`: the ~100M-character corpus in .cache/data/large (scripts/build-large-data.ts).
+const corpusArg = process.argv[process.argv.indexOf('--corpus') + 1];
+if (process.argv.includes('--corpus') && corpusArg !== 'small') {
+  if (corpusArg !== 'large') {
+    console.error(`--corpus: expected small or large, got ${corpusArg ?? 'nothing'}`);
+    process.exit(2);
+  }
+  process.exit(await buildLarge(root, process.argv.slice(2)));
 }
 
 const options = { ...DEFAULT_CORPUS_OPTIONS, root };
@@ -111,6 +123,6 @@ const manifest: Manifest = {
   },
 };
 writeFileSync(join(dataDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-writeFileSync(join(dataDir, 'README.md'), renderDataCard(manifest));
+writeFileSync(join(dataDir, 'README.md'), renderDataCard(manifest) + largeCardSection(root));
 for (const f of files) console.log(`${f.path}: ${f.bytes} bytes${f.docs ? `, ${f.docs} docs, ${f.chars} chars` : ''}`);
 for (const s of stats) console.log(`${s.group}: ${s.chars_per_token} chars/token (${s.docs} docs)`);

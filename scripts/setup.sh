@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS (as root), npm dependencies, the native
 # addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
+#     --with-data:    also the Debian packages the large pretraining corpus reads
+#                     (src/data/large-sources.ts; build it with `npm run data:large`)
 set -euo pipefail
 with_torch=""
 with_browser=""
+with_data=""
 for arg in "$@"; do
   case "$arg" in
     --with-torch) with_torch=1 ;;
     --with-browser) with_browser=1 ;;
+    --with-data) with_data=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -47,6 +51,19 @@ fi
 #     downloads no browser of its own; the test is skipped without /usr/bin/chromium).
 if [ -n "$with_browser" ] && [ ! -x /usr/bin/chromium ]; then
   apt_install chromium || say "chromium unavailable: the dashboard browser test will be skipped"
+fi
+
+# 2c. Optional: the large corpus's Debian sources (texts, documentation, Python packages' sources).
+#     Keep this list in step with the `deb` origins of src/data/large-sources.ts (a test checks it).
+DATA_PACKAGES=(libpython3.11-minimal libpython3.11-stdlib wordnet-base bible-kjv bible-kjv-text dict-devil dict-jargon python3.11-doc python-flask-doc
+  python-django-doc python-sqlalchemy-doc postgresql-doc-15 sqlite3-doc libpython3.11-testsuite python3-numpy
+  python3-sympy python3-django python3-networkx python3-sqlalchemy python3-pygments python3-flask python3-jinja2)
+if [ -n "$with_data" ]; then
+  missing=()
+  for p in "${DATA_PACKAGES[@]}"; do dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt_install --no-install-recommends "${missing[@]}" || say "corpus packages not installed: the large corpus build will name what is missing"
+  fi
 fi
 
 # 3. npm dependencies (again when package.json or the lock file changes). `npm install`, not

@@ -133,7 +133,7 @@ export function splitDocuments(docs: readonly CorpusDoc[], fraction: number, see
 }
 
 /** Verified generated Python tasks, each written out with plain asserts (70%) or a check block. */
-function pythonDocs(options: CorpusOptions): { docs: RawDoc[]; generated: number; failures: string[] } {
+export function pythonDocs(options: Pick<CorpusOptions, 'seed' | 'pythonTasks' | 'python'>): { docs: RawDoc[]; generated: number; failures: string[] } {
   const tasks = generatePyTasks({ seed: seedFrom(options.seed, 'python'), count: options.pythonTasks });
   const { passed, failed } = verifyPyTasks(tasks, { python: options.python });
   const rng = new Rng(seedFrom(options.seed, 'python-style'));
