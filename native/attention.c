@@ -261,4 +261,10 @@ void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx)
   PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, kern->rope_backward_rows, &a);
 }
 
-ATTENTION_LOOPS(LOOP_VARIANTS)
+LOOP_VARIANTS(softmax_rows, SoftmaxArgs)
+LOOP_VARIANTS(softmax_backward_rows, SoftmaxBackwardArgs)
+LOOP_VARIANTS(attention_heads, AttnArgs)
+LOOP_VARIANTS_SHORT(attention_decode_rows, AttnArgs)
+LOOP_VARIANTS(attention_backward_groups, AttnBackwardArgs)
+LOOP_VARIANTS_SHORT(rope_rows, RopeArgs)
+LOOP_VARIANTS_SHORT(rope_backward_rows, RopeArgs)
