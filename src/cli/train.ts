@@ -6,13 +6,15 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { startDashboard } from '../dashboard/server.js';
 import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
+import { readTrainerState, resolveCheckpoint, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
+import { serveDashboard } from './dashboard.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from './evaluate.js';
-import { intOption } from './options.js';
+import { RunTracker } from './failure-report.js';
+import { CLI, intOption } from './options.js';
 import { type PreparedRun, prepareRun } from './prepare.js';
 import { formatDuration, isQuiet, type Progress, startProgress } from './progress.js';
 import { createRunDir, RUN_FILES, readJsonl, SamplesRecorder, teamFolders, writeRunConfig } from './run-dir.js';
@@ -49,8 +51,10 @@ export interface RunReport {
 /** Remembers the newest value of every metric (for the progress line and the report). */
 class LatestSink implements MetricsSink {
   readonly latest: Record<string, number> = {};
-  log(_step: number, metrics: Record<string, number>): void {
+  constructor(private readonly tracker: RunTracker) {}
+  log(step: number, metrics: Record<string, number>): void {
     Object.assign(this.latest, metrics);
+    this.tracker.envStep = step;
   }
   status(): string {
     const r = this.latest['turn_1/reward_mean'];
@@ -59,7 +63,18 @@ class LatestSink implements MetricsSink {
   }
 }
 
+/** Trains one run (see the module comment); a failure during training leaves failure.json in its run directory. */
 export async function train(target: string | undefined, flags: TrainFlags = {}): Promise<RunReport> {
+  const tracker = new RunTracker();
+  try {
+    return await trainRun(target, flags, tracker);
+  } catch (e) {
+    tracker.fail(e);
+    throw e;
+  }
+}
+
+async function trainRun(target: string | undefined, flags: TrainFlags, tracker: RunTracker): Promise<RunReport> {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const quiet = isQuiet(flags.quiet);
@@ -70,7 +85,10 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
   if (flags.resume && !existsSync(join(dir, 'checkpoints', 'latest'))) throw new Error(`${dir}: nothing to resume (no checkpoints/latest)`);
   writeRunConfig(dir, { ...config, run_name: config.run_name ?? dir.split(/[\\/]/).filter(Boolean).pop() ?? null });
 
-  const latest = new LatestSink();
+  // Logs written after the checkpoint (by the run that died) would repeat the replayed steps.
+  if (flags.resume) rollbackLogs(dir, readTrainerState(dir).logs, { removeNewer: true });
+  tracker.dir = dir;
+  const latest = new LatestSink(tracker);
   const tb = new TensorBoardSink(dir);
   const recorder = new SamplesRecorder(join(dir, RUN_FILES.samples), config.samples);
   const totalItems = split.train.length * run.trainer.num_train_epochs;
@@ -80,7 +98,10 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
     models,
     config: { ...run.trainer, output_dir: dir },
     sinks: [tb, latest],
-    onItem: (p) => progress?.update(p.items, latest.status()),
+    onItem: (p) => {
+      tracker.items = p.items;
+      progress?.update(p.items, latest.status());
+    },
     onTree: (p) => recorder.onTree(p),
     onEval: (p) =>
       progress?.log(
@@ -90,7 +111,9 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
       ),
   });
 
-  const dashboard = flags.dashboard || config.dashboard.enabled ? await startDashboard({ runs: [dir], port: flags.port ?? config.dashboard.port }) : null;
+  const port = flags.port ?? config.dashboard.port;
+  const dashboard =
+    flags.dashboard || config.dashboard.enabled ? await serveDashboard([dir], port, flags.port === undefined ? 'dashboard.port' : '--port') : null;
   if (dashboard) process.stderr.write(`dashboard: ${dashboard.url}\n`);
   let interrupts = 0;
   const onSigint = () => {
@@ -114,6 +137,7 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
     await trainer.close();
     tb.close();
   }
+  tracker.dir = null;
   const trainSeconds = (performance.now() - tTrain) / 1000;
   const status = interrupts > 0 ? 'interrupted' : result.items < totalItems ? 'stopped' : 'finished';
 
@@ -148,7 +172,7 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
   writeFileSync(join(dir, RUN_FILES.reportJson), `${JSON.stringify({ ...report, config }, null, 2)}\n`);
   writeFileSync(join(dir, RUN_FILES.reportMd), reportMarkdown(report));
   process.stderr.write(`${status}: ${report.items}/${totalItems} items, ${result.envStep} env steps in ${formatDuration(report.timings.total_s)} → ${dir}\n`);
-  if (status !== 'finished') process.stderr.write(`continue with: magrpo train --resume ${dir}\n`);
+  if (status !== 'finished') process.stderr.write(`checkpoint: ${resolveCheckpoint(dir)}\ncontinue with: ${CLI} train --resume ${dir}\n`);
   if (finalEval) process.stdout.write(`${formatTable(finalEval.rows)}\n`);
   if (evalError) throw new Error(`final evaluation failed (training results and checkpoints are in ${dir}): ${(evalError as Error).message}`);
   if (dashboard) {
@@ -229,16 +253,20 @@ export function registerTrain(program: Command): void {
       'after',
       `
 Examples:
-  magrpo train configs/tldr.yaml
-  magrpo train configs/tldr.yaml --set trainer.num_generations=8 --set run_name=g8
-  magrpo train configs/coop-python.yaml --dashboard --port 6007
-  magrpo train --resume runs/g8            # after Ctrl-C (one press stops cleanly, two abort)
+  ${CLI} train configs/tldr.yaml                  # into runs/tldr (the config's run_name)
+  ${CLI} train configs/tldr.yaml --set trainer.num_generations=8 --set run_name=g8
+  ${CLI} train configs/coop-python.yaml --dashboard --port 0
+  ${CLI} train --resume runs/g8                   # after Ctrl-C (one press stops cleanly, two abort)
 
 Writes runs/<run_name or timestamp>/: config.yaml, metrics.jsonl, events.out.tfevents.*,
-samples.jsonl, checkpoints/, final/, eval.json, report.md, report.json.`,
+samples.jsonl, checkpoints/, final/, eval.json, report.md, report.json. Ctrl-C writes a
+checkpoint, prints its path and exits with status 130; a failed run leaves failure.json (the
+error, its stack and the last step) in its directory.`,
     )
     .action(async (config: string | undefined, flags: TrainFlags) => {
       if (!config && !flags.resume) throw new Error('give a config file, or --resume <run-dir>');
-      await train(config, flags);
+      const report = await train(config, flags);
+      // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+      if (report.status === 'interrupted') process.exitCode = 130;
     });
 }

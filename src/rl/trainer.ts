@@ -11,12 +11,12 @@
  * Variants by config: advantage_mode mean/raw/max/rloo (MAGRPO, MAREINFORCE, MAReMax, MARLOO; see
  * docs/algorithms.md), N = 1 is GRPO, PPO clipping, reference KL, LoRA.
  */
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import { advantages, agentReturns, mean, shapeWithKl } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
-import { CHECKPOINT_VERSION, loadCheckpoint, saveCheckpoint, type TrainerState } from './checkpoint.js';
+import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
 import { FluencyMonitor, type GroupFluency, groupFluency } from './fluency.js';
@@ -368,6 +368,9 @@ export class MAGRPOTrainer<Item> {
     Object.assign(this, { epoch: s.epoch, index: s.index, items: s.items, envStep: s.envStep, buffers: s.buffers });
     this.rng.setState(s.rng);
     this.logger.lastLogged = s.lastLogged;
+    // Resuming this run's own checkpoint: entries logged after it are replayed, so cut them.
+    const out = this.config.output_dir;
+    if (out && !relative(join(out, 'checkpoints'), resolveCheckpoint(path)).startsWith('..')) rollbackLogs(out, s.logs);
   }
 
   async close(): Promise<void> {
