@@ -1,10 +1,13 @@
 """PyTorch side of `magrpo bench`: the same models, batches and token counts, timed in eager mode.
 
-Run by `magrpo bench` (one fresh process per model size, so peak RSS is per size):
-    OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 /usr/bin/python3 scripts/bench_torch.py \
+Run by `magrpo bench` (one fresh process per model size and thread setting, so peak RSS is per size):
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch.py \
         --config '<HF config.json as JSON>' --threads 2 --reps 3
-Prints one JSON object: params, peak_rss_mb, and the wall and CPU seconds of each timed repetition:
-train {wall, cpu}, sample {batch: {wall, cpu}}. magrpo bench turns them into tokens/s.
+PyTorch keeps its own defaults (OpenMP wait policy included); the bench only sets torch.set_num_threads
+and, per run, the BLAS thread count in the environment, and keeps the better run.
+Prints one JSON object: params, peak_rss_mb, the settings it ran with, and the wall and CPU seconds
+of each timed repetition: train {wall, cpu}, sample {batch: {wall, cpu}}. magrpo bench turns them
+into tokens/s.
 
 The models follow HF GPT2LMHeadModel / LlamaForCausalLM (eager attention, the formulation torch
 1.13 has: matmul + masked softmax), with a preallocated KV cache for decoding, so both engines do
@@ -18,6 +21,7 @@ Legend: B batch, T new tokens, S cached + new tokens, C hidden, H heads, KV key/
 import argparse
 import json
 import math
+import os
 import resource
 import time
 
@@ -189,6 +193,21 @@ def warmup_rule(text):
     return int(lo), int(hi), float(seconds)
 
 
+def settings():
+    """What this PyTorch runs with: threads, the thread/BLAS environment, its BLAS and oneDNN."""
+    keys = ["OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_CORETYPE", "KMP_BLOCKTIME"]
+    config = torch.__config__.show()
+    blas = next((part.split("=", 1)[1] for part in config.replace(",", " ").split() if part.startswith("BLAS_INFO=")), "unknown")
+    return {
+        "torch_threads": torch.get_num_threads(),
+        "interop_threads": torch.get_num_interop_threads(),
+        "env": {k: os.environ[k] for k in keys if k in os.environ},
+        "blas": blas,
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "torch_file": torch.__file__,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True, help="HF config.json of the model, as a JSON string")
@@ -211,6 +230,7 @@ def main():
     out = {
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
+        "settings": settings(),
         "params": sum(p.numel() for p in model.parameters()),
         "train": bench_train(model, vocab, args.train_batch, args.train_seq, args.reps, warmup_rule(args.train_warmup), gen),
         "sample": {

@@ -1,114 +1,62 @@
 /**
- * `magrpo bench`: how fast the engine runs on this machine, next to PyTorch on the same models.
+ * `magrpo bench`: how fast the engine runs on this machine, next to the engines users would
+ * otherwise run the same models with.
  *
- * Measures sgemm GFLOP/s against the machine's FP32 peak, then for each model size (each in a
- * fresh child process, so peak RSS is per size): training tokens/s (forward + cross-entropy +
- * backward + AdamW on TRAIN_BATCH × TRAIN_SEQ tokens) and sampling tokens/s (KV-cache decoding of
- * NEW_TOKENS tokens after a PROMPT_LEN-token prompt, at each of SAMPLE_BATCHES). When
- * /usr/bin/python3 has torch, scripts/bench_torch.py runs the same models right after ours, with
- * the same thread count, and the table shows our/PyTorch ratios. On a shared machine the two
- * engines alternate (ROUNDS child pairs per size, the order flipped each round) and every figure is
- * the median over all repetitions; CPU-time throughputs (all threads) are reported as well, since
- * they move much less than wall time when other jobs compete for the cores.
+ * Starts with the `magrpo doctor` report (backend, CPU, OpenBLAS core, measured sgemm and per-core
+ * ceiling), then sgemm on two shapes, then for each model size (each in a fresh child process, so
+ * peak RSS is per size): training tokens/s (forward + cross-entropy + backward + AdamW) and
+ * sampling tokens/s (KV-cache decoding after a short prompt, at each batch), for magrpo and each
+ * peer found (bench-peers.ts). Peers run with their own defaults; where a setting matters
+ * (Debian PyTorch's BLAS threads) each is tried and every figure keeps the peer's best. On a shared
+ * machine the engines alternate (ROUNDS rounds per size, the order flipped each round) and every
+ * figure is the median over all repetitions. Next to each figure: the share of the machine's
+ * sgemm rate the work represents (FLOPs per token × tokens/s ÷ measured sgemm GFLOP/s).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { availableParallelism, cpus, loadavg } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
-import { crossEntropy } from '../engine/nn.js';
-import { AdamW } from '../engine/optim.js';
-import { Rng } from '../engine/rng.js';
-import { backend, setBackend } from '../engine/runtime.js';
-import { backward } from '../engine/tensor.js';
-import { parseModelConfig } from '../model/config.js';
-import { createModel } from '../model/load.js';
-import { generate } from '../model/sample.js';
+import { collectDoctor, type DoctorReport, formatDoctor, measureSgemm } from '../engine/doctor.js';
+import { backend } from '../engine/runtime.js';
+import {
+  type ChildReport,
+  flopsPerToken,
+  measureSize,
+  NEW_TOKENS,
+  PROMPT_LEN,
+  SAMPLE_BATCHES,
+  SIZES,
+  type Timings,
+  TRAIN_BATCH,
+  TRAIN_SEQ,
+  TRAIN_WARMUP,
+} from './bench-models.js';
+import { findPeers, type Peer } from './bench-peers.js';
 import { intOption } from './options.js';
 
-const TRAIN_BATCH = 8;
-const TRAIN_SEQ = 128;
-const SAMPLE_BATCHES = [8, 32];
-/**
- * Untimed training steps first, at least 2 and then up to 5 within 5 s: the first steps also
- * allocate optimizer state, grow the heap and let the JIT settle; a real run takes thousands.
- */
-const TRAIN_WARMUP = { min: 2, max: 5, seconds: 5 };
-const PROMPT_LEN = 16;
-const NEW_TOKENS = 64;
 const MATMUL_SHAPES: readonly [number, number, number][] = [
   [1024, 1024, 1024],
   [512, 768, 3072], // M×K×N: 512 tokens through a GPT-2-small MLP up-projection
 ];
-
-/** The benchmarked models, as the HF config.json each would have. */
-const SIZES: Record<string, { label: string; hf: Record<string, unknown> }> = {
-  '1m': {
-    label: 'Llama-style, L4 C128 H4/2kv F352 V2048',
-    hf: {
-      model_type: 'llama',
-      vocab_size: 2048,
-      hidden_size: 128,
-      intermediate_size: 352,
-      num_hidden_layers: 4,
-      num_attention_heads: 4,
-      num_key_value_heads: 2,
-      max_position_embeddings: 512,
-      rms_norm_eps: 1e-5,
-      tie_word_embeddings: true,
-    },
-  },
-  '10m': {
-    label: 'Llama-style, L4 C384 H6/2kv F1024 V8192',
-    hf: {
-      model_type: 'llama',
-      vocab_size: 8192,
-      hidden_size: 384,
-      intermediate_size: 1024,
-      num_hidden_layers: 4,
-      num_attention_heads: 6,
-      num_key_value_heads: 2,
-      max_position_embeddings: 1024,
-      rms_norm_eps: 1e-5,
-      tie_word_embeddings: true,
-    },
-  },
-  '124m': {
-    label: 'GPT-2 small, L12 C768 H12 V50257 ctx 1024',
-    hf: { model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, layer_norm_epsilon: 1e-5 },
-  },
-};
-
 const ROUNDS = 2;
+/** The user's own OpenMP settings, read before the native backend sets its default wait policy. */
+const USER_OMP = { OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY, OMP_NUM_THREADS: process.env.OMP_NUM_THREADS };
 
 interface BenchFlags {
   sizes: string;
   quick?: boolean;
   torch: boolean;
   json?: boolean;
+  out?: string;
   threads: number;
   python: string;
   worker?: string;
 }
 
-/** Seconds of each timed repetition. */
-interface Timings {
-  wall: number[];
-  cpu: number[];
-}
-
-/** What one child process prints for one size (ours or torch): scripts/bench_torch.py prints the same. */
-interface ChildReport {
-  params: number;
-  train: Timings;
-  sample: Record<string, Timings>;
-  peak_rss_mb: number;
-  torch_version?: string;
-}
-
 /** Tokens/s per engine and size, from the medians over every round. */
-interface Throughput {
+export interface Throughput {
   params: number;
   train_tokens_per_s: number;
   train_tokens_per_cpu_s: number;
@@ -117,16 +65,24 @@ interface Throughput {
   peak_rss_mb: number;
 }
 
+/** A peer's best figures over its variants, and which variant gave each. */
+export interface PeerThroughput extends Throughput {
+  best_variant: { train: string; sample: Record<string, string> };
+  variants: Record<string, Throughput>;
+  settings?: Record<string, unknown>;
+}
+
 export function registerBench(program: Command): void {
   program
     .command('bench')
-    .description('Benchmark the engine (matmul, training and sampling throughput, memory), next to PyTorch when available')
+    .description('Benchmark the engine (matmul, training and sampling throughput, memory), next to PyTorch and llama.cpp when available')
     .option('--sizes <list>', `model sizes, comma-separated (${Object.keys(SIZES).join(', ')})`, Object.keys(SIZES).join(','))
     .option('--quick', 'one round of one timed repetition (default: 2 rounds of 3)')
-    .option('--no-torch', 'skip the PyTorch comparison')
-    .option('--threads <n>', 'threads for both engines (default: MAGRPO_NUM_THREADS, else all cores)', intOption(1), defaultThreads())
-    .option('--python <path>', 'Python interpreter with torch', '/usr/bin/python3')
+    .option('--no-torch', 'run no peer engines (PyTorch, llama.cpp)')
+    .option('--threads <n>', 'threads for every engine (default: MAGRPO_NUM_THREADS, else all cores)', intOption(1), defaultThreads())
+    .option('--python <path>', "Python interpreter of Debian's PyTorch", '/usr/bin/python3')
     .option('--json', 'print one JSON object instead of the table')
+    .option('--out <file>', 'also write the JSON object to this file (input of scripts/bench-report.mjs)')
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
     .action((flags: BenchFlags) => {
       if (flags.worker !== undefined) {
@@ -142,150 +98,224 @@ function defaultThreads(): number {
   return Number.isInteger(n) && n > 0 ? n : availableParallelism();
 }
 
-// ---- the parent: matmul, then one child process per size and engine --------------------------
+/** A name for the kind of machine, so results of like machines land in one table. */
+export function machineClass(d: DoctorReport): string {
+  const slug = (s: string) =>
+    s
+      .toLowerCase()
+      .replace(/\(r\)|\(tm\)|processor|cpu|@.*$/g, '')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '');
+  const fm = d.cpu.family !== null ? `-f${d.cpu.family}m${d.cpu.modelNumber}` : '';
+  return `${slug(d.cpu.model)}${fm}-${d.cpu.logicalCpus}cpu`;
+}
 
 function runBench(flags: BenchFlags): void {
   const sizes = flags.sizes.split(',').map((s) => s.trim().toLowerCase());
   for (const s of sizes) if (!(s in SIZES)) throw new Error(`--sizes: unknown size "${s}", expected some of ${Object.keys(SIZES).join(', ')}`);
   const reps = flags.quick ? 1 : 3;
+  const rounds = flags.quick ? 1 : ROUNDS;
   const threads = flags.threads;
-  // Both engines get the thread count and magrpo's default OpenMP wait policy (native.ts).
-  const waitPolicy = process.env.OMP_WAIT_POLICY ?? 'passive';
-  const threadEnv = {
-    MAGRPO_NUM_THREADS: String(threads),
-    OPENBLAS_NUM_THREADS: String(threads),
-    OMP_NUM_THREADS: String(threads),
-    OMP_WAIT_POLICY: waitPolicy,
-  };
-  const env = { ...process.env, ...threadEnv };
   const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
   const loadBefore = loadavg();
 
-  const cpu = cpuPeak();
-  log(`matmul (sgemm), 1 and ${threads} thread(s)`);
-  setBackend('native');
-  const matmul1 = measureMatmuls(1, reps);
-  const matmulN = threads === 1 ? matmul1 : measureMatmuls(threads, reps);
-  backend().setNumThreads(threads);
+  log('doctor: backend, OpenBLAS core types, sgemm');
+  const doctor = collectDoctor({ threads });
+  if (doctor.backend.native !== 'ok') throw new Error(`the native backend cannot load: ${doctor.backend.native}`);
+  if (!flags.json) process.stdout.write(`${formatDoctor(doctor).join('\n')}\n\n`);
+  const be = backend();
+  const matmul: Record<string, Record<string, number>> = {};
+  for (const [M, K, N] of MATMUL_SHAPES) {
+    const one = measureSgemm(be, M, K, N, 1, 2 * reps + 1);
+    const all = threads === 1 ? one : measureSgemm(be, M, K, N, threads, 2 * reps + 1);
+    matmul[one.shape] = { 1: one.gflops, [threads]: all.gflops };
+  }
+  be.setNumThreads(threads);
+  // The rate the physical limits are measured against: sgemm 1024³ on the bench's threads.
+  const sgemmRate = matmul['1024x1024x1024'][threads];
 
-  const torchScript = join(packageRoot(), 'scripts', 'bench_torch.py');
-  const torchWhy = !flags.torch ? 'skipped (--no-torch)' : !existsSync(torchScript) ? `skipped (${torchScript} not found)` : torchMissing(flags.python);
-  const rounds = flags.quick ? 1 : ROUNDS;
+  const root = packageRoot();
+  const torchScript = join(root, 'scripts', 'bench_torch.py');
+  const peers: Peer[] = flags.torch ? findPeers(flags.python, root, threads, { ...process.env, ...USER_OMP }) : [];
+  if (flags.torch && !existsSync(torchScript))
+    for (const p of peers) if (p.id.startsWith('torch')) Object.assign(p, { runnable: false, why: `${torchScript} not found` });
+  const core = doctor.blas.core ?? 'unknown';
+  const ourSettings = {
+    MAGRPO_NUM_THREADS: String(threads),
+    OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? '',
+    openblas_core: core,
+    OPENBLAS_CORETYPE: process.env.OPENBLAS_CORETYPE ?? '(unset)',
+  };
+  const ourEnv = { ...process.env, MAGRPO_NUM_THREADS: String(threads) };
+  // Peers get their own OpenMP defaults: no wait policy or thread count unless the user set one.
+  // OPENBLAS_CORETYPE stays, so Debian's PyTorch runs the same OpenBLAS kernels as we do.
+  const peerEnv: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(USER_OMP)) {
+    if (v === undefined) delete peerEnv[k];
+    else peerEnv[k] = v;
+  }
+  delete peerEnv.MAGRPO_NUM_THREADS;
+
   const ours = (size: string) => {
     log(`${size}: magrpo (${threads} thread(s))`);
-    return runChild(process.execPath, [...process.execArgv, process.argv[1], 'bench', '--worker', size, ...(flags.quick ? ['--quick'] : [])], env);
+    return runChild(process.execPath, [...process.execArgv, process.argv[1], 'bench', '--worker', size, ...(flags.quick ? ['--quick'] : [])], ourEnv);
   };
-  const torch = (size: string) => {
-    log(`${size}: PyTorch`);
+  const peer = (size: string, p: Peer, variant: Peer['variants'][number]) => {
+    log(`${size}: ${p.name}, ${variant.label}`);
     const args = [torchScript, '--config', JSON.stringify(SIZES[size].hf), '--threads', String(threads), '--reps', String(reps)];
     args.push('--train-batch', String(TRAIN_BATCH), '--train-seq', String(TRAIN_SEQ), '--sample-batches', SAMPLE_BATCHES.join(','));
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
     args.push('--train-warmup', `${TRAIN_WARMUP.min},${TRAIN_WARMUP.max},${TRAIN_WARMUP.seconds}`);
-    return runChild(flags.python, args, env);
+    return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
   };
-  const results: Record<string, Throughput & { torch?: Throughput }> = {};
-  let torchVersion = '';
+
+  const runnable = peers.filter((p) => p.runnable);
+  const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput> }> = {};
   for (const size of sizes) {
     const mine: ChildReport[] = [];
-    const theirs: ChildReport[] = [];
+    const theirs = new Map<string, ChildReport[]>();
     for (let r = 0; r < rounds; r++) {
-      // Alternate which engine goes first, so a change in the machine's load hits both alike.
-      const order = r % 2 === 0 ? ['ours', 'torch'] : ['torch', 'ours'];
-      for (const who of order) {
-        if (who === 'ours') mine.push(ours(size));
-        else if (torchWhy === null) theirs.push(torch(size));
+      // Alternate which engine goes first, so a change in the machine's load hits all alike.
+      const jobs: (() => void)[] = [() => mine.push(ours(size))];
+      for (const p of runnable) {
+        for (const v of p.variants) {
+          const key = `${p.id}\t${v.label}`;
+          jobs.push(() => theirs.set(key, [...(theirs.get(key) ?? []), peer(size, p, v)]));
+        }
       }
+      for (const job of r % 2 === 0 ? jobs : jobs.reverse()) job();
     }
-    results[size] = throughput(mine);
-    if (theirs.length > 0) {
-      results[size].torch = throughput(theirs);
-      torchVersion = theirs[0].torch_version ?? '';
+    const peerResults: Record<string, PeerThroughput> = {};
+    for (const p of runnable) {
+      const variants = Object.fromEntries(p.variants.map((v) => [v.label, throughput(theirs.get(`${p.id}\t${v.label}`) ?? [])]));
+      const first = theirs.get(`${p.id}\t${p.variants[0].label}`)?.[0];
+      peerResults[p.id] = { ...bestOf(variants), settings: first?.settings };
     }
+    results[size] = { magrpo: throughput(mine), peers: peerResults };
   }
   const loadAfter = loadavg();
 
-  if (flags.json) {
-    const perSize = Object.fromEntries(
-      Object.entries(results).map(([size, { torch: t, ...r }]) => [
+  const out = {
+    schema: 2,
+    date: new Date().toISOString(),
+    command: `magrpo bench ${process.argv.slice(3).join(' ')}`.trim(),
+    machine: {
+      class: machineClass(doctor),
+      cpu: doctor.cpu.model,
+      isa: doctor.cpu.isa,
+      logical_cpus: doctor.cpu.logicalCpus,
+      blas: `${doctor.blas.library ?? '?'}${doctor.blas.version ? ` (OpenBLAS ${doctor.blas.version})` : ''}`,
+      blas_core: core,
+      os: `${process.platform} ${release()}`,
+      node: process.version,
+    },
+    threads,
+    rounds,
+    reps,
+    load_average: { before: loadBefore, after: loadAfter },
+    doctor,
+    matmul_gflops: matmul,
+    sgemm_limit_gflops: sgemmRate,
+    engines: [
+      { id: 'magrpo', name: 'magrpo (native backend)', found: true, runnable: true, settings: ourSettings },
+      ...peers.map((p) => ({ ...p, variants: p.variants.map((v) => v.label) })),
+    ],
+    sizes: Object.fromEntries(
+      Object.entries(results).map(([size, r]) => [
         size,
-        {
-          model: SIZES[size].label,
-          ...r,
-          ...(t
-            ? {
-                torch_train_tokens_per_s: t.train_tokens_per_s,
-                torch_train_tokens_per_cpu_s: t.train_tokens_per_cpu_s,
-                torch_sample_tokens_per_s: t.sample_tokens_per_s,
-                torch_sample_tokens_per_cpu_s: t.sample_tokens_per_cpu_s,
-                torch_peak_rss_mb: t.peak_rss_mb,
-              }
-            : {}),
-        },
+        { model: SIZES[size].label, params: r.magrpo.params, flops_per_token: flopsPerToken(SIZES[size].hf), ...r },
       ]),
-    );
-    const out = {
-      threads,
-      env: threadEnv,
-      rounds,
-      reps,
-      cpu: { model: cpu.model, cores: cpu.cores, ghz: cpu.ghz, flops_per_cycle: cpu.flopsPerCycle },
-      peak_gflops: cpu.perCore * cpu.cores,
-      peak_gflops_per_core: cpu.perCore,
-      matmul_gflops: matmulN,
-      matmul_gflops_single_core: matmul1,
-      torch: torchWhy ?? `PyTorch ${torchVersion}`,
-      load_average: { before: loadBefore, after: loadAfter },
-      sizes: perSize,
-    };
+    ),
+  };
+  if (flags.out) {
+    mkdirSync(dirname(flags.out), { recursive: true });
+    writeFileSync(flags.out, `${JSON.stringify(out, null, 1)}\n`);
+    log(`wrote ${flags.out}`);
+  }
+  if (flags.json) {
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
+  printTables(out, peers, flags.torch);
+}
 
+type BenchOutput = {
+  threads: number;
+  rounds: number;
+  reps: number;
+  load_average: { before: number[]; after: number[] };
+  doctor: DoctorReport;
+  matmul_gflops: Record<string, Record<string, number>>;
+  sgemm_limit_gflops: number;
+  sizes: Record<
+    string,
+    { model: string; params: number; flops_per_token: { train: number; sample: number }; magrpo: Throughput; peers: Record<string, PeerThroughput> }
+  >;
+  engines: { id: string; settings?: Record<string, string> }[];
+};
+
+function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
   const p = (s: string) => process.stdout.write(`${s}\n`);
   const f0 = (x: number) => x.toFixed(0);
+  const { threads, doctor } = out;
+  const ceiling = doctor.peakPerCore.gflops;
   p(
-    `magrpo bench: native backend, ${threads} thread(s) on both sides: ${Object.entries(threadEnv)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(' ')}, torch.set_num_threads(${threads})`,
+    `load average (1/5/15 min): ${fmtLoad(out.load_average.before)} before, ${fmtLoad(out.load_average.after)} after; medians of ${out.rounds} round(s) × ${out.reps} run(s)`,
   );
-  p(`CPU: ${cpu.model}, ${cpu.cores} cores × ${cpu.ghz.toFixed(2)} GHz (${cpu.ghzSource}) × ${cpu.flopsPerCycle} FP32 flops/cycle (${cpu.isa})`);
-  p(`    = ${f0(cpu.perCore)} GFLOP/s per core, ${f0(cpu.perCore * cpu.cores)} GFLOP/s peak`);
-  p(`load average (1/5/15 min): ${fmtLoad(loadBefore)} before, ${fmtLoad(loadAfter)} after; medians of ${rounds} round(s) × ${reps} run(s)`);
   p('');
-  p(row(['sgemm M×K×N', 'GFLOP/s 1 thread', '% core peak', `GFLOP/s ${threads} thr`, '% peak'], [14, 17, 12, 15, 7]));
-  for (const key of Object.keys(matmul1)) {
-    const pc = (g: number, peak: number) => `${f0((100 * g) / peak)}%`;
-    const peakN = cpu.perCore * Math.min(threads, cpu.cores);
-    p(row([key, matmul1[key].toFixed(1), pc(matmul1[key], cpu.perCore), matmulN[key].toFixed(1), pc(matmulN[key], peakN)], [14, 17, 12, 15, 7]));
+  const mw = [14, 14, 10, 14, 10];
+  p(row(['sgemm M×K×N', 'GFLOP/s 1 thr', '% ceiling', `GFLOP/s ${threads} thr`, '% ceiling'], mw));
+  for (const [shape, g] of Object.entries(out.matmul_gflops)) {
+    const pc = (x: number, n: number) => (ceiling > 0 ? `${f0((100 * x) / (ceiling * n))}%` : '-');
+    p(row([shape, g[1].toFixed(1), pc(g[1], 1), g[threads].toFixed(1), pc(g[threads], threads)], mw));
   }
   p('');
-  p(`torch: ${torchWhy ?? `PyTorch ${torchVersion} (${flags.python}), same shapes, eager mode`}`);
+  const ours = out.engines[0].settings ?? {};
+  p('engines:');
+  p(`  magrpo: native backend, MAGRPO_NUM_THREADS=${threads}, OMP_WAIT_POLICY=${ours.OMP_WAIT_POLICY || 'unset'}, OpenBLAS core ${ours.openblas_core}`);
+  if (!torch) p('  peers: skipped (--no-torch)');
+  for (const peer of peers) {
+    if (!peer.runnable) {
+      p(`  ${peer.name}: ${peer.why}`);
+      continue;
+    }
+    const how = peer.variants.length > 1 ? `best per figure of ${peer.variants.map((v) => v.label).join(' / ')}` : peer.variants[0].label;
+    const core = peer.id === 'torch-debian' ? `, OpenBLAS core ${ours.openblas_core} (the same library)` : '';
+    p(`  ${peer.name}: ${peer.python}; torch.set_num_threads(${threads}), otherwise PyTorch's defaults; ${how}${core}`);
+  }
+  p('');
   p(`train = tokens/s of forward + backward + AdamW on ${TRAIN_BATCH} × ${TRAIN_SEQ} tokens`);
   p(`sample bN = tokens/s generating ${NEW_TOKENS} tokens for N sequences after a ${PROMPT_LEN}-token prompt (KV cache, temperature 1)`);
-  p('cells: ours / torch = wall-clock ratio (ratio of CPU-time throughputs)');
+  p(
+    `(x%) = FLOPs per token × tokens/s ÷ ${out.sgemm_limit_gflops.toFixed(0)} GFLOP/s (sgemm 1024³ on ${threads} threads): the share of the matmul limit reached`,
+  );
+  p('peer cells end with magrpo ÷ peer');
   p('');
-  const widths = [6, 9, 28, 28, 28, 12];
-  const cell = (a: number, b: number | undefined, aCpu: number, bCpu: number | undefined) =>
-    b === undefined || bCpu === undefined ? f0(a) : `${f0(a)} / ${f0(b)} = ${(a / b).toFixed(2)}x (${(aCpu / bCpu).toFixed(2)}x)`;
-  const cols = ['size', 'params', 'train', ...SAMPLE_BATCHES.map((b) => `sample b${b}`), 'peak RSS MB'];
-  p(row(cols, widths));
-  for (const [size, r] of Object.entries(results)) {
-    const t = r.torch;
-    p(
-      row(
-        [
-          size,
-          `${(r.params / 1e6).toFixed(2)}M`,
-          cell(r.train_tokens_per_s, t?.train_tokens_per_s, r.train_tokens_per_cpu_s, t?.train_tokens_per_cpu_s),
-          ...SAMPLE_BATCHES.map((b) => cell(r.sample_tokens_per_s[b], t?.sample_tokens_per_s[b], r.sample_tokens_per_cpu_s[b], t?.sample_tokens_per_cpu_s[b])),
-          t ? `${f0(r.peak_rss_mb)} / ${f0(t.peak_rss_mb)}` : f0(r.peak_rss_mb),
-        ],
-        widths,
+  const widths = [5, 26, 20, 20, 20, 7];
+  p(row(['size', 'engine', 'train', ...SAMPLE_BATCHES.map((b) => `sample b${b}`), 'RSS MB'], widths));
+  const names: Record<string, string> = Object.fromEntries(peers.map((x) => [x.id, x.name]));
+  for (const [size, s] of Object.entries(out.sizes)) {
+    const lim = (tps: number, flops: number) => {
+      const pct = (100 * tps * flops) / (out.sgemm_limit_gflops * 1e9);
+      return `${f0(tps)} (${pct.toFixed(pct < 10 ? 1 : 0)}%)`;
+    };
+    const cells = (t: Throughput, ref?: Throughput) => [
+      lim(t.train_tokens_per_s, s.flops_per_token.train) + (ref ? ` ${(ref.train_tokens_per_s / t.train_tokens_per_s).toFixed(2)}x` : ''),
+      ...SAMPLE_BATCHES.map(
+        (b) => lim(t.sample_tokens_per_s[b], s.flops_per_token.sample) + (ref ? ` ${(ref.sample_tokens_per_s[b] / t.sample_tokens_per_s[b]).toFixed(2)}x` : ''),
       ),
-    );
+      f0(t.peak_rss_mb),
+    ];
+    p(row([size, 'magrpo', ...cells(s.magrpo)], widths));
+    for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
   }
   p('');
-  for (const size of Object.keys(results)) p(`${size}: ${SIZES[size].label}`);
+  for (const [size, s] of Object.entries(out.sizes)) {
+    const winners = Object.entries(s.peers)
+      .filter(([id]) => (peers.find((x) => x.id === id)?.variants.length ?? 0) > 1)
+      .map(([id, t]) => `${names[id]}: train ${t.best_variant.train}, ${SAMPLE_BATCHES.map((b) => `b${b} ${t.best_variant.sample[b]}`).join(', ')}`);
+    p(`${size}: ${s.model}${winners.length ? `; best settings ${winners.join('; ')}` : ''}`);
+  }
 }
 
 /** Tokens/s from the median seconds over every repetition of every round. */
@@ -303,13 +333,36 @@ function throughput(reports: ChildReport[]): Throughput {
   };
 }
 
+/** Per figure, the best variant's value (a peer gets its best setting for each). */
+function bestOf(variants: Record<string, Throughput>): PeerThroughput {
+  const entries = Object.entries(variants);
+  const pick = (score: (t: Throughput) => number) => entries.reduce((a, b) => (score(b[1]) > score(a[1]) ? b : a));
+  const [trainLabel, trainBest] = pick((t) => t.train_tokens_per_s);
+  const sample: Record<string, string> = {};
+  const out: PeerThroughput = {
+    ...trainBest,
+    sample_tokens_per_s: {},
+    sample_tokens_per_cpu_s: {},
+    peak_rss_mb: Math.min(...entries.map(([, t]) => t.peak_rss_mb)),
+    best_variant: { train: trainLabel, sample },
+    variants,
+  };
+  for (const b of SAMPLE_BATCHES) {
+    const [label, t] = pick((x) => x.sample_tokens_per_s[b]);
+    sample[b] = label;
+    out.sample_tokens_per_s[b] = t.sample_tokens_per_s[b];
+    out.sample_tokens_per_cpu_s[b] = t.sample_tokens_per_cpu_s[b];
+  }
+  return out;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 === 1 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 function row(cells: string[], widths: number[]): string {
-  return cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return cells.map((c, i) => (i <= 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
 }
 
 function fmtLoad(l: number[]): string {
@@ -324,132 +377,8 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildRep
   return JSON.parse(last) as ChildReport;
 }
 
-/** Why PyTorch cannot be used, or null when it can. */
-function torchMissing(python: string): string | null {
-  const r = spawnSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
-  return r.status === 0 ? null : `not available (${python} cannot import torch; \`bash scripts/setup.sh --with-torch\` installs it)`;
-}
-
 function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
   return dir;
-}
-
-interface CpuPeak {
-  model: string;
-  cores: number;
-  ghz: number;
-  ghzSource: string;
-  flopsPerCycle: number;
-  isa: string;
-  /** GFLOP/s of one core. */
-  perCore: number;
-}
-
-/**
- * FP32 peak = cores × GHz × flops/cycle. Zen/Haswell-class cores with AVX2+FMA retire two 8-lane
- * FMAs per cycle: 2 × 8 × 2 = 32 flops; AVX-512 doubles the lanes, plain AVX has no FMA.
- */
-function cpuPeak(): CpuPeak {
-  const info = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
-  const flags = new Set((info.match(/^flags\s*:(.*)$/m)?.[1] ?? '').trim().split(/\s+/));
-  const [flopsPerCycle, isa] = flags.has('avx512f')
-    ? [64, 'AVX-512']
-    : flags.has('avx2') && flags.has('fma')
-      ? [32, 'AVX2+FMA']
-      : flags.has('avx')
-        ? [16, 'AVX']
-        : [8, 'SSE'];
-  const lscpu = spawnSync('lscpu', [], { encoding: 'utf8' });
-  const maxMhz = Number(lscpu.stdout?.match(/^CPU max MHz:\s*([\d.]+)/m)?.[1]);
-  const mhzLines = [...info.matchAll(/^cpu MHz\s*:\s*([\d.]+)/gm)].map((m) => Number(m[1]));
-  const [mhz, ghzSource] =
-    maxMhz > 0
-      ? [maxMhz, 'lscpu max']
-      : mhzLines.length > 0
-        ? [Math.max(...mhzLines), '/proc/cpuinfo cpu MHz; no max reported']
-        : [cpus()[0]?.speed ?? 0, 'os.cpus()'];
-  const ghz = mhz / 1000;
-  return { model: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), ghz, ghzSource, flopsPerCycle, isa, perCore: ghz * flopsPerCycle };
-}
-
-/** Median sgemm GFLOP/s per shape ("M×K×N") on `threads` threads. */
-function measureMatmuls(threads: number, reps: number): Record<string, number> {
-  const be = backend();
-  be.setNumThreads(threads);
-  const rng = new Rng(1);
-  const out: Record<string, number> = {};
-  for (const [M, K, N] of MATMUL_SHAPES) {
-    const A = Float32Array.from({ length: M * K }, () => rng.next() - 0.5);
-    const B = Float32Array.from({ length: K * N }, () => rng.next() - 0.5);
-    const C = new Float32Array(M * N);
-    const gemm = () => be.gemm(false, false, M, N, K, 1, A, 0, K, B, 0, N, 0, C, 0, N);
-    // Each timed sample repeats the product for ~0.2 s so timer and scheduler noise average out.
-    const calls = Math.max(1, Math.round(0.2 / ((2 * M * N * K) / 60e9)));
-    const seconds = medianSeconds(
-      () => {
-        for (let i = 0; i < calls; i++) gemm();
-      },
-      2 * reps + 1,
-    );
-    out[`${M}x${K}x${N}`] = (2 * M * N * K * calls) / seconds / 1e9;
-  }
-  return out;
-}
-
-function medianSeconds(fn: () => void, reps: number): number {
-  return median(timed(fn, reps).wall);
-}
-
-/**
- * Wall and CPU (all threads) seconds of each of `reps` calls, after untimed warm-up calls: `min`
- * of them, then more while fewer than `max` ran and less than `seconds` passed.
- */
-function timed(fn: () => void, reps: number, warmup = { min: 1, max: 1, seconds: 0 }): Timings {
-  const start = performance.now();
-  for (let i = 0; i < warmup.max && (i < warmup.min || performance.now() - start < warmup.seconds * 1000); i++) fn();
-  const out: Timings = { wall: [], cpu: [] };
-  for (let i = 0; i < reps; i++) {
-    const w0 = performance.now();
-    const c0 = process.cpuUsage();
-    fn();
-    const c = process.cpuUsage(c0);
-    out.wall.push((performance.now() - w0) / 1000);
-    out.cpu.push((c.user + c.system) / 1e6);
-  }
-  return out;
-}
-
-// ---- the child: one model size -------------------------------------------------------------
-
-function measureSize(size: string, reps: number): ChildReport {
-  const spec = SIZES[size];
-  if (spec === undefined) throw new Error(`unknown size "${size}"`);
-  setBackend('native');
-  const model = createModel(parseModelConfig(spec.hf));
-  const rng = new Rng(0);
-  model.initialize(rng);
-  const V = model.vocabSize;
-  const randomIds = (n: number) => Int32Array.from({ length: n }, () => Math.floor(rng.next() * V));
-
-  const opt = new AdamW(model.trainableParams(), { lr: 1e-4, weightDecay: 0.01 });
-  const ids = randomIds(TRAIN_BATCH * TRAIN_SEQ);
-  const targets = randomIds(TRAIN_BATCH * TRAIN_SEQ);
-  const train = timed(
-    () => {
-      backward(crossEntropy(model.forward(ids, TRAIN_BATCH, TRAIN_SEQ), targets));
-      opt.step();
-      opt.zeroGrad();
-    },
-    reps,
-    TRAIN_WARMUP,
-  );
-
-  const sample: Record<string, Timings> = {};
-  for (const b of SAMPLE_BATCHES) {
-    const prompts = Array.from({ length: b }, () => Array.from(randomIds(PROMPT_LEN)));
-    sample[b] = timed(() => generate(model, prompts, { maxNewTokens: NEW_TOKENS, temperature: 1, rng }), reps);
-  }
-  return { params: model.numParams(), train, sample, peak_rss_mb: process.resourceUsage().maxRSS / 1024 };
 }

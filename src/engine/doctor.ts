@@ -186,6 +186,21 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
     r.openblasDefault = r.accepted && r.core.toLowerCase() === (openblasDefault ?? '').toLowerCase();
   }
   report.cores = rows;
+  const first = assessCores(report);
+  const inUse = rows.find((r) => r.inUse);
+  const best = rows.find((r) => r.core === first.peakPerCore.core && r.accepted);
+  if (first.fractionOfBest !== null && first.fractionOfBest < SLOW_FRACTION && inUse && best) {
+    // Other jobs on the machine must not raise a false alarm: time the two again, alternating.
+    for (let i = 0; i < 2; i++) {
+      for (const [row, requested] of [
+        [inUse, env.OPENBLAS_CORETYPE ?? null],
+        [best, best.core],
+      ] as const) {
+        const p = probeCore(addon, requested, { n: SGEMM_N, seconds: 0.15 });
+        if (!p.error && p.correct) row.gflops = Math.max(row.gflops, p.gflops);
+      }
+    }
+  }
   Object.assign(report, assessCores(report));
   return report;
 }

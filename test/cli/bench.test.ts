@@ -1,33 +1,107 @@
-/** `magrpo bench`: the JSON report of one small size (no timing assertions: only that every figure is there). */
+/**
+ * `magrpo bench`: the JSON report of one small size (no timing assertions: only that every figure
+ * is there), the peers it looks for, and the FLOPs per token the physical limits use.
+ */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { describe, it } from 'node:test';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { flopsPerToken, forwardFlops, SIZES } from '../../src/cli/bench-models.js';
+import { findPeers, pypiCandidates } from '../../src/cli/bench-peers.js';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const bench = (...args: string[]) => spawnSync(process.execPath, [...process.execArgv, main, 'bench', ...args], { encoding: 'utf8' });
+const tmp = mkdtempSync(join(tmpdir(), 'magrpo-bench-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('magrpo bench', () => {
-  it('--json prints one object with the peak, matmul and per-size throughput and memory', () => {
-    const r = bench('--sizes', '1m', '--quick', '--no-torch', '--json', '--threads', '1');
+  it('--json prints one object: machine, doctor report, matmul, engines and per-size throughput; --out writes the same', () => {
+    const file = join(tmp, 'r.json');
+    const r = bench('--sizes', '1m', '--quick', '--no-torch', '--json', '--threads', '1', '--out', file);
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout);
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), out);
+    assert.equal(out.schema, 2);
     assert.equal(out.threads, 1);
-    assert.equal(out.peak_gflops, out.cpu.cores * out.cpu.ghz * out.cpu.flops_per_cycle);
+    assert.match(out.machine.class, /^[a-z0-9-]+-\d+cpu$/);
+    assert.ok(out.machine.blas_core.length > 0);
+    assert.ok(out.doctor.peakPerCore.gflops > 0, 'the measured per-core ceiling');
     assert.deepEqual(Object.keys(out.matmul_gflops), ['1024x1024x1024', '512x768x3072']);
-    for (const g of Object.values(out.matmul_gflops_single_core)) assert.ok((g as number) > 0);
+    for (const g of Object.values(out.matmul_gflops) as Record<string, number>[]) assert.ok(g[1] > 0);
+    assert.equal(out.sgemm_limit_gflops, out.matmul_gflops['1024x1024x1024'][1]);
+    assert.deepEqual(
+      out.engines.map((e: { id: string }) => e.id),
+      ['magrpo'],
+      '--no-torch looks for no peers',
+    );
+    assert.equal(out.engines[0].settings.MAGRPO_NUM_THREADS, '1');
     assert.deepEqual(Object.keys(out.sizes), ['1m']);
     const s = out.sizes['1m'];
     assert.equal(s.params, 1000576);
-    assert.ok(s.train_tokens_per_s > 0 && s.peak_rss_mb > 0);
-    assert.deepEqual(Object.keys(s.sample_tokens_per_s), ['8', '32']);
-    assert.equal(s.torch_train_tokens_per_s, undefined);
-    assert.match(out.torch, /--no-torch/);
+    assert.deepEqual(s.flops_per_token, flopsPerToken(SIZES['1m'].hf));
+    assert.ok(s.magrpo.train_tokens_per_s > 0 && s.magrpo.peak_rss_mb > 0);
+    assert.deepEqual(Object.keys(s.magrpo.sample_tokens_per_s), ['8', '32']);
+    assert.deepEqual(s.peers, {});
   });
 
   it('rejects an unknown size, naming the known ones', () => {
     const r = bench('--sizes', '3m', '--no-torch');
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /unknown size "3m".*1m, 10m, 124m/);
+  });
+});
+
+describe('bench peers', () => {
+  it("reports each peer as found or not, with the reason, and Debian PyTorch's BLAS-thread variants", () => {
+    const peers = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH });
+    assert.deepEqual(
+      peers.map((p) => p.id),
+      ['torch-debian', 'torch-pypi', 'llama.cpp'],
+    );
+    for (const p of peers) {
+      if (p.runnable) assert.ok(p.python && p.variants.length > 0, p.id);
+      else assert.match(p.why ?? '', /not found|not supported|not Debian/, p.id);
+    }
+    const deb = peers[0];
+    if (deb.runnable) {
+      assert.deepEqual(
+        deb.variants.map((v) => v.env),
+        [{ OPENBLAS_NUM_THREADS: '1' }, { OPENBLAS_NUM_THREADS: '2' }, { OPENBLAS_NUM_THREADS: '2', OMP_WAIT_POLICY: 'passive' }],
+      );
+      // A user's own wait policy is kept: no passive variant then.
+      const mine = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH, OMP_WAIT_POLICY: 'active' })[0];
+      assert.equal(mine.variants.length, 2);
+    }
+    // A missing interpreter is "not found", not an error.
+    assert.equal(findPeers('/nonexistent/python', root, 2, { PATH: '' })[0].found, false);
+  });
+
+  it('looks for a PyPI torch in MAGRPO_TORCH_PYTHON first, then python3', () => {
+    const list = pypiCandidates(root, { MAGRPO_TORCH_PYTHON: process.execPath });
+    assert.equal(list[0], process.execPath);
+    assert.equal(list.at(-1), 'python3');
+    assert.ok(!pypiCandidates(root, { MAGRPO_TORCH_PYTHON: '/nonexistent/python' }).includes('/nonexistent/python'));
+  });
+});
+
+describe('FLOPs per token', () => {
+  it('GPT-2 small: 2 per weight of the 12 blocks and the LM head, plus attention', () => {
+    const hf = SIZES['124m'].hf;
+    const C = 768;
+    const weights = 12 * 12 * C * C + 50257 * C;
+    assert.equal(forwardFlops(hf, 0), 2 * weights);
+    assert.equal(forwardFlops(hf, 10) - forwardFlops(hf, 0), 4 * 12 * C * 10);
+    const f = flopsPerToken(hf);
+    assert.ok(f.train > 3 * 2 * weights && f.sample > 2 * weights);
+  });
+
+  it('Llama with grouped-query attention counts the smaller key/value projections', () => {
+    const hf = SIZES['1m'].hf; // C128 H4 KV2 D32 F352 L4 V2048
+    const perLayer = 2 * 128 * 128 + 2 * 128 * 64 + 3 * 128 * 352;
+    assert.equal(forwardFlops(hf, 0), 2 * (4 * perLayer + 2048 * 128));
   });
 });

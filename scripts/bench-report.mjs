@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Regenerates docs/benchmarks.md from the `magrpo bench --out` files under bench/results/, one
+// section per machine class (one file per class: bench/results/<machine class>.json).
+//   node scripts/bench-report.mjs            rewrite docs/benchmarks.md
+//   node scripts/bench-report.mjs --check    exit 1 when docs/benchmarks.md is out of date
+//   --results <dir> --out <file>             other input folder / output file
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? resolve(process.argv[i + 1]) : fallback;
+};
+const resultsDir = arg('--results', join(root, 'bench', 'results'));
+const target = arg('--out', join(root, 'docs', 'benchmarks.md'));
+
+const f0 = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const pct = (x) => `${(100 * x).toFixed(100 * x < 10 ? 1 : 0)}%`;
+
+/** One machine class's section. */
+function section(file, r) {
+  if (r.schema !== 2) throw new Error(`${file}: schema ${r.schema}, expected 2 (re-run magrpo bench --out)`);
+  const d = r.doctor;
+  const lines = [];
+  const p = (s = '') => lines.push(s);
+  p(`## ${r.machine.class}`);
+  p();
+  p(
+    `- **Date**: ${r.date.slice(0, 16).replace('T', ' ')} UTC; load average ${r.load_average.before.map((x) => x.toFixed(2)).join(' / ')} before, ${r.load_average.after.map((x) => x.toFixed(2)).join(' / ')} after`,
+  );
+  p(
+    `- **CPU**: ${r.machine.cpu} (${d.cpu.vendor}${d.cpu.family !== null ? ` family ${d.cpu.family} model ${d.cpu.modelNumber}` : ''}), ${r.machine.logical_cpus} logical CPUs; ${r.machine.isa}`,
+  );
+  p(`- **BLAS**: ${r.machine.blas}; core **${r.machine.blas_core}** (${d.blas.selection})`);
+  p(`- **System**: ${r.machine.os}, Node ${r.machine.node}`);
+  p(`- **Command**: \`${r.command}\` (${r.threads} threads, ${r.rounds} rounds × ${r.reps} runs, medians); file \`bench/results/${file}\``);
+  p();
+  p(`Per-core FP32 ceiling, measured: **${f0(d.peakPerCore.gflops)} GFLOP/s** (${d.peakPerCore.core}: ${d.peakPerCore.method}).`);
+  if (d.fractionOfBest !== null) p(`Out of the box, sgemm runs at **${pct(d.fractionOfBest)}** of the best supported core.`);
+  p();
+  p(`| sgemm M×K×N | GFLOP/s 1 thread | % ceiling | GFLOP/s ${r.threads} threads | % ceiling |`);
+  p('| --- | ---: | ---: | ---: | ---: |');
+  for (const [shape, g] of Object.entries(r.matmul_gflops)) {
+    const c = d.peakPerCore.gflops;
+    p(`| ${shape} | ${f0(g[1])} | ${pct(g[1] / c)} | ${f0(g[r.threads])} | ${pct(g[r.threads] / (c * r.threads))} |`);
+  }
+  p();
+  p('Engines:');
+  p();
+  const names = {};
+  for (const e of r.engines) {
+    names[e.id] = e.name;
+    if (e.id === 'magrpo') {
+      p(
+        `- **magrpo**: ${Object.entries(e.settings)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')}`,
+      );
+    } else if (e.runnable) {
+      p(
+        `- **${e.name}**: \`${e.python}\`, torch.set_num_threads(${r.threads}), otherwise PyTorch's defaults; ${e.variants.length > 1 ? `best per figure of ${e.variants.join(' / ')}` : e.variants[0]}`,
+      );
+    } else {
+      p(`- ${e.name}: ${e.why}`);
+    }
+  }
+  p();
+  p(
+    'Tokens/s (median); in parentheses the share of the sgemm limit: FLOPs per token × tokens/s ÷ ' +
+      `${f0(r.sgemm_limit_gflops)} GFLOP/s (sgemm 1024³, ${r.threads} threads). Peer rows end with magrpo ÷ peer.`,
+  );
+  p();
+  p('| size | engine | train | sample b8 | sample b32 | peak RSS MB |');
+  p('| --- | --- | ---: | ---: | ---: | ---: |');
+  for (const [size, s] of Object.entries(r.sizes)) {
+    const cell = (tps, flops, ours) => {
+      const share = (tps * flops) / (r.sgemm_limit_gflops * 1e9);
+      return `${tps.toFixed(0)} (${pct(share)})${ours === undefined ? '' : ` **${(ours / tps).toFixed(2)}×**`}`;
+    };
+    const cells = (t, ref) => [
+      cell(t.train_tokens_per_s, s.flops_per_token.train, ref?.train_tokens_per_s),
+      ...['8', '32'].map((b) => cell(t.sample_tokens_per_s[b], s.flops_per_token.sample, ref?.sample_tokens_per_s[b])),
+      t.peak_rss_mb.toFixed(0),
+    ];
+    p(`| ${size} | magrpo | ${cells(s.magrpo).join(' | ')} |`);
+    for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
+  }
+  p();
+  for (const [size, s] of Object.entries(r.sizes)) {
+    const best = Object.entries(s.peers)
+      .filter(([, t]) => Object.keys(t.variants).length > 1)
+      .map(
+        ([id, t]) =>
+          `${names[id]} best with ${t.best_variant.train} (train), ${Object.entries(t.best_variant.sample)
+            .map(([b, v]) => `${v} (b${b})`)
+            .join(', ')}`,
+      );
+    p(`- ${size}: ${s.model}, ${(s.params / 1e6).toFixed(2)}M parameters${best.length ? `; ${best.join('; ')}` : ''}`);
+  }
+  p();
+  return lines.join('\n');
+}
+
+const files = existsSync(resultsDir)
+  ? readdirSync(resultsDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
+const head = `# Benchmarks
+
+Generated by \`node scripts/bench-report.mjs\` from \`bench/results/*.json\` (one file per machine
+class, written by \`magrpo bench --out bench/results/<machine class>.json\`); do not edit by hand.
+To add or refresh a machine: run \`magrpo bench --threads 2 --out bench/results/<class>.json\` on an idle machine
+(\`magrpo bench --json\` prints the class as \`machine.class\`), then this script.
+
+What is measured: \`magrpo doctor\` first (OpenBLAS core, measured sgemm ceiling), then training
+(forward + backward + AdamW on 8 × 128 tokens) and sampling (64 new tokens after a 16-token prompt,
+KV cache, temperature 1) of three model shapes with random weights, for magrpo and every peer found
+(PyTorch from Debian and from PyPI, llama.cpp). Peers run with their own defaults and, where a
+setting matters, their best of the settings tried.
+`;
+const body = files.map((f) => section(f, JSON.parse(readFileSync(join(resultsDir, f), 'utf8'))));
+const text = `${[head, ...(body.length ? body : ['No results yet.\n'])].join('\n')}`.replace(/\n+$/, '\n');
+if (process.argv.includes('--check')) {
+  const now = existsSync(target) ? readFileSync(target, 'utf8') : '';
+  if (now !== text) {
+    console.error('docs/benchmarks.md is out of date: run node scripts/bench-report.mjs');
+    process.exit(1);
+  }
+} else {
+  writeFileSync(target, text);
+  console.log(`wrote ${target} (${files.length} machine class(es))`);
+}
