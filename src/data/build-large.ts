@@ -199,7 +199,7 @@ export function buildLargeCorpus(options: LargeOptions): LargeCorpus {
           for (const k of keys) seenParagraphs.add(k);
           return true;
         });
-        if (overlap >= VALIDATION_OVERLAP * text.length) {
+        if (overlap > 0 && overlap >= VALIDATION_OVERLAP * text.length) {
           report.validationDropped++;
           continue;
         }

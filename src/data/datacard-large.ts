@@ -121,7 +121,17 @@ export function renderLargeCard(m: LargeManifest): string {
     '```',
     '',
     `Seed ${m.seed}, ${n(m.python_tasks)} generated Python tasks. Package versions are recorded above; a rebuild with other`,
-    'versions (a Debian point release) gives other hashes, and the build says so.',
+    'versions (a Debian point release) gives other hashes, and the build says so. The cache stamp covers the',
+    'recipe (`src/data/*.ts`), options, package versions, eval sets and validation split: rebuilding the coding',
+    'data (a new eval split) makes the next run rebuild and decontaminate against it.',
+    '',
+    'To pretrain on it, point a pretraining config at it (validation keeps its default, the shipped split):',
+    '',
+    '```yaml',
+    'data:',
+    `  train: ${m.output_dir}/train.jsonl.gz`,
+    '  tokenizer: data/tokenizer',
+    '```',
     '',
   );
   return lines.join('\n');
