@@ -4,7 +4,7 @@
  * that says why, never a silent fallback to the slower backend.
  */
 import type { Backend, FloatArray } from './backend.js';
-import { loadNativeBackend } from './backends/native.js';
+import { loadNativeBackend, nativeIsa } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
 import { profiled } from './profile.js';
 
@@ -26,7 +26,10 @@ export function setBackend(name: BackendName): Backend {
   const threads = Number(process.env.MAGRPO_NUM_THREADS ?? '');
   if (Number.isInteger(threads) && threads > 0) chosen.setNumThreads(threads);
   const debug = Number(process.env.MAGRPO_DEBUG ?? 0);
-  if (debug >= 1) process.stderr.write(`[magrpo] backend=${chosen.name} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
+  if (debug >= 1) {
+    const isa = chosen.name === 'native' ? ` isa=${nativeIsa().isa}` : '';
+    process.stderr.write(`[magrpo] backend=${chosen.name}${isa} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
+  }
   if (debug >= 2) chosen = profiled(chosen);
   active = chosen;
   return chosen;
