@@ -7,7 +7,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { Backend } from './backend.js';
-import { loadNativeBackend, nativeAddonFile } from './backends/native.js';
+import { loadNativeBackend, nativeAddonFile, nativeIsa } from './backends/native.js';
 import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, rankedCores } from './blas-core.js';
 import { type CoreProbe, probeCore } from './blas-probe.js';
 import { type CpuInfo, cpuInfo, isaSummary } from './cpu.js';
@@ -35,7 +35,14 @@ export interface CoreRow {
 }
 
 export interface DoctorReport {
-  backend: { selected: string; native: 'ok' | string; addon: string; threads: number };
+  backend: {
+    selected: string;
+    native: 'ok' | string;
+    addon: string;
+    threads: number;
+    /** The compiled variant of magrpo's own C kernels in use, and every variant this CPU runs. */
+    kernels: { isa: string; supported: string[] } | null;
+  };
   cpu: { model: string; vendor: string; family: number | null; modelNumber: number | null; arch: string; logicalCpus: number; isa: string };
   blas: {
     library: string | null;
@@ -109,7 +116,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
   const sel: CoreSelection | null = blasCoreSelection();
   const threads = opts.threads ?? be?.getNumThreads() ?? 1;
   const report: DoctorReport = {
-    backend: { selected: env.MAGRPO_BACKEND ?? 'native', native, addon, threads: be?.getNumThreads() ?? 0 },
+    backend: { selected: env.MAGRPO_BACKEND ?? 'native', native, addon, threads: be?.getNumThreads() ?? 0, kernels: be === null ? null : nativeIsa() },
     cpu: {
       model: cpu.modelName,
       vendor: cpu.vendor,
@@ -261,6 +268,9 @@ export function formatDoctor(r: DoctorReport): string[] {
       `${r.cpu.model} (${r.cpu.vendor}${r.cpu.family !== null ? ` family ${r.cpu.family} model ${r.cpu.modelNumber}` : ''}), ${r.cpu.logicalCpus} logical CPUs`,
     ],
     ['ISA', r.cpu.isa],
+    ...(r.backend.kernels
+      ? [['C kernels', `${r.backend.kernels.isa} variant (this CPU runs: ${r.backend.kernels.supported.join(', ')})`] as [string, string]]
+      : []),
     ['BLAS', `${r.blas.library ?? 'unknown library'}${r.blas.version ? ` (OpenBLAS ${r.blas.version})` : ''}`],
     [
       'BLAS core',

@@ -19,6 +19,7 @@ describe('magrpo doctor', () => {
     const d = JSON.parse(r.stdout) as DoctorReport;
     assert.equal(d.backend.native, 'ok');
     assert.match(d.backend.addon, /magrpo\.node$/);
+    assert.ok(d.backend.kernels?.supported.includes(d.backend.kernels.isa), 'the C kernel variant in use is one the CPU runs');
     assert.equal(d.cpu.arch, process.arch);
     assert.ok(d.cpu.isa.length > 0);
     assert.ok(d.blas.core !== null, 'the core OpenBLAS runs is known');
@@ -48,7 +49,7 @@ describe('magrpo doctor', () => {
   it('prints aligned lines (and the bench header shares them)', () => {
     const r = doctor('--quick');
     assert.equal(r.status, 0, r.stderr);
-    for (const label of ['backend:', 'CPU:', 'ISA:', 'BLAS:', 'BLAS core:', 'core choice:', 'threads:', 'sgemm 1 thr:'])
+    for (const label of ['backend:', 'CPU:', 'ISA:', 'C kernels:', 'BLAS:', 'BLAS core:', 'core choice:', 'threads:', 'sgemm 1 thr:'])
       assert.match(r.stdout, new RegExp(`^${label}`, 'm'));
     assert.doesNotMatch(r.stdout, /OpenBLAS core types here/, '--quick tries no other cores');
   });
@@ -56,7 +57,7 @@ describe('magrpo doctor', () => {
 
 describe('assessCores', () => {
   const report = (coretype: string | null, setBy: 'user' | 'magrpo' | 'none'): DoctorReport => ({
-    backend: { selected: 'native', native: 'ok', addon: '/x/magrpo.node', threads: 2 },
+    backend: { selected: 'native', native: 'ok', addon: '/x/magrpo.node', threads: 2, kernels: { isa: 'avx512', supported: ['generic', 'avx2', 'avx512'] } },
     cpu: { model: 'Xeon', vendor: 'GenuineIntel', family: 6, modelNumber: 143, arch: 'x64', logicalCpus: 2, isa: 'x86-64 AVX-512' },
     blas: { library: '/lib/libopenblas.so', version: '0.3.21', core: 'Prescott', coretype, coretypeSetBy: setBy, selection: '' },
     threads: { backend: 2, logicalCpus: 2, env: {} },
