@@ -256,12 +256,14 @@ export function selectBlasCore(addonFile: string, opts: SelectOptions = {}): Cor
   if (entry === null) {
     entry = probeAll(addonFile, cpu, key, opts.probe);
     for (const w of entry.choice.warnings) warn(`OpenBLAS core check: ${w}`);
-    try {
-      store(file, entry);
-    } catch (err) {
-      // A read-only home only costs the probe at every start; say so only when debugging.
-      if (env.MAGRPO_DEBUG) warn(`could not cache the OpenBLAS core check in ${file}: ${(err as Error).message}`);
-    }
+    // A probe that could not run (e.g. timed out on a busy machine) is tried again next time.
+    if (!entry.defaultProbe.error)
+      try {
+        store(file, entry);
+      } catch (err) {
+        // A read-only home only costs the probe at every start; say so only when debugging.
+        if (env.MAGRPO_DEBUG) warn(`could not cache the OpenBLAS core check in ${file}: ${(err as Error).message}`);
+      }
   }
   const core = entry.choice.core;
   if (core === null) return done({ source: 'default', coretype: undefined, entry, fromCache });

@@ -171,6 +171,20 @@ describe('selectBlasCore', () => {
     assert.deepEqual(calls, [null]);
   });
 
+  it('a probe that failed is not cached: the next start tries again', () => {
+    const cacheFile = join(tmp, 'failed.json');
+    const { calls, probe } = recorder((core) => ({ ...sprProbe(core), error: 'probe of core (default) failed: timed out', correct: false, gflops: 0 }));
+    const warnings: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const env: NodeJS.ProcessEnv = {};
+      assert.equal(selectBlasCore(addon, { env, cpu: spr, cacheFile, probe, warn: (m) => warnings.push(m) }).source, 'default');
+      assert.deepEqual(env, {});
+    }
+    assert.deepEqual(calls, [null, null]);
+    assert.equal(warnings.length, 2);
+    assert.match(warnings[0], /timed out/);
+  });
+
   it('cache location follows XDG_CACHE_HOME', () => {
     assert.equal(defaultCacheFile({ XDG_CACHE_HOME: '/x/cache' }), '/x/cache/magrpo/blas-core.json');
     assert.match(defaultCacheFile({}), /\.cache\/magrpo\/blas-core\.json$/);
