@@ -2,11 +2,21 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { startDashboard } from '../dashboard/server.js';
+import { type DashboardServer, startDashboard } from '../dashboard/server.js';
 import { formatTable } from '../envs/run.js';
 import type { EvalReport } from './evaluate.js';
-import { intOption } from './options.js';
+import { CLI, intOption } from './options.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';
+
+/** Starts the dashboard; a busy port is an error that says how to pick another. */
+export async function serveDashboard(runs: readonly string[], port: number, flag = '--port'): Promise<DashboardServer> {
+  try {
+    return await startDashboard({ runs, port });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+    throw new Error(`port ${port} on 127.0.0.1 is already in use (another dashboard or TensorBoard?): pass ${flag} 0 for any free port, or another ${flag}`);
+  }
+}
 
 /** Latest value (and its step) of every metric of each run. */
 export function latestMetrics(dir: string): { step: number; values: Record<string, { value: number; step: number }> } {
@@ -50,10 +60,10 @@ export function registerDashboard(program: Command): void {
       'after',
       `
 Examples:
-  magrpo dashboard runs/tldr-g8                  # open http://127.0.0.1:6007/
-  magrpo dashboard runs/a runs/b --port 8080     # compare two runs
-  magrpo dashboard --print runs/a runs/b          # the same numbers in the terminal
-  tensorboard --logdir runs                       # the event files work there too`,
+  ${CLI} dashboard runs/g8                       # open http://127.0.0.1:6007/
+  ${CLI} dashboard runs/tldr runs/g8 --port 0    # compare two runs, on any free port
+  ${CLI} dashboard --print runs/tldr runs/g8     # the same numbers in the terminal
+  tensorboard --logdir runs                      # the event files work there too`,
     )
     .action(async (dirs: string[], flags: { port: number; print?: boolean }) => {
       for (const d of dirs) if (!existsSync(join(d, RUN_FILES.config))) throw new Error(`${d}: not a run directory (no ${RUN_FILES.config})`);
@@ -61,7 +71,7 @@ Examples:
         process.stdout.write(`${printRuns(dirs)}\n`);
         return;
       }
-      const server = await startDashboard({ runs: dirs, port: flags.port });
+      const server = await serveDashboard(dirs, flags.port);
       process.stderr.write(`dashboard: ${server.url} (Ctrl-C to stop)\n`);
       await new Promise((r) => process.once('SIGINT', r));
       await server.close();

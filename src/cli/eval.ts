@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, writeEvalOutputs } from './evaluate.js';
-import { intOption } from './options.js';
+import { CLI, intOption } from './options.js';
 import { prepareRun } from './prepare.js';
 import { isQuiet } from './progress.js';
 import type { RunConfig } from './run-config.js';
@@ -70,9 +70,9 @@ export function registerEval(program: Command): void {
       'after',
       `
 Examples:
-  magrpo eval runs/tldr-g8                           # trained team vs every baseline
-  magrpo eval configs/humaneval.yaml --baselines none --samples-per-item 5
-  magrpo eval runs/tldr-g8 --baselines single_agent,naive_parallel --csv table.csv
+  ${CLI} eval runs/g8                        # trained team vs every baseline
+  ${CLI} eval configs/humaneval.yaml --baselines none --samples-per-item 5
+  ${CLI} eval runs/g8 --baselines single_agent,naive_parallel --csv table.csv
 
 A run directory's result is also saved as its eval.json (the dashboard draws baselines from it).`,
     )

@@ -7,6 +7,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { checkModelFolder } from './model-folder.js';
+import { CLI } from './options.js';
 
 /** The magrpo package folder (from src/ under tsx, or dist/src/ when compiled). */
 function packageRoot(): string {
@@ -27,7 +29,7 @@ function envTemplate(): string {
 }
 
 function configYaml(model: string): string {
-  return `# Train with:  magrpo train config.yaml      (paths below are relative to this file)
+  return `# Train with:  ${CLI} train config.yaml      (paths below are relative to this file)
 env:
   module: ./env.ts
 model: ${model}
@@ -64,10 +66,10 @@ function readme(name: string): string {
   on top of config.yaml for completion in your editor.
 
 \`\`\`sh
-magrpo train ${name}/config.yaml                     # progress bar, runs/<timestamp>/
-magrpo train ${name}/config.yaml --set trainer.num_generations=8
-magrpo dashboard runs/<run>                        # charts and rollout trees
-magrpo eval runs/<run>                             # the trained team on the eval items
+${CLI} train ${name}/config.yaml                 # progress bar, runs/<timestamp>/
+${CLI} train ${name}/config.yaml --set trainer.num_generations=8
+${CLI} dashboard runs/<run>                    # charts and rollout trees
+${CLI} eval runs/<run>                         # the trained team on the eval items
 \`\`\`
 
 Ideas: make the reward depend on both completions (e.g. agent 1 must continue agent 0's last
@@ -79,6 +81,7 @@ word), add \`num_turns: 2\` with a \`transition\` that shows each agent the othe
 export function scaffold(target: string, model?: string): string {
   const dir = resolve(target);
   if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`${dir}: exists and is not empty`);
+  if (model !== undefined) checkModelFolder(model, '--model');
   mkdirSync(dir, { recursive: true });
   const m = model ?? shippedModel();
   const modelLine = m ? JSON.stringify(relative(dir, resolve(m)) || '.') : './path/to/model   # a Hugging Face-format model folder';
@@ -98,13 +101,13 @@ export function registerInit(program: Command): void {
       'after',
       `
 Examples:
-  magrpo init my-task && magrpo train my-task/config.yaml
-  magrpo init my-task --model ~/models/Qwen2.5-0.5B`,
+  ${CLI} init my-task && ${CLI} train my-task/config.yaml
+  ${CLI} init my-task --model models/small`,
     )
     .action((name: string, flags: { model?: string }) => {
       const dir = scaffold(name, flags.model);
       const hasModel = flags.model !== undefined || shippedModel() !== null;
-      process.stdout.write(`created ${dir}/{env.ts,config.yaml,README.md}\nnext: magrpo train ${join(name, 'config.yaml')}\n`);
+      process.stdout.write(`created ${dir}/{env.ts,config.yaml,README.md}\nnext: ${CLI} train ${join(name, 'config.yaml')}\n`);
       if (!hasModel) process.stderr.write(`set "model:" in ${join(name, 'config.yaml')} to a model folder first (or pass --model)\n`);
     });
 }

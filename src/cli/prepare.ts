@@ -3,11 +3,11 @@
  * validated config, the environment and its splits, one model folder per agent and the resolved
  * trainer config. Input paths in a config file are relative to that file.
  */
-import { existsSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Environment } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
-import { type MagrpoConfig, resolveConfig } from '../rl/config.js';
+import { didYouMean, type MagrpoConfig, resolveConfig } from '../rl/config.js';
 import { loadRunConfig } from './config-file.js';
 import type { RunConfig } from './run-config.js';
 import { RUN_FILES } from './run-dir.js';
@@ -25,9 +25,17 @@ export interface PreparedRun {
   trainer: MagrpoConfig;
 }
 
-/** A config file, or a run directory (its config.yaml). */
+/** A config file, or a run directory (its config.yaml); a missing one is an error with the nearest name. */
 export function configFileOf(target: string): string {
-  return existsSync(target) && statSync(target).isDirectory() ? join(target, RUN_FILES.config) : target;
+  if (!existsSync(target)) {
+    const parent = dirname(target);
+    const near = existsSync(parent) && statSync(parent).isDirectory() ? didYouMean(basename(target), readdirSync(parent)) : null;
+    throw new Error(`${target}: no such config file or run directory${near ? ` — did you mean ${join(parent, near)}?` : ''}`);
+  }
+  if (!statSync(target).isDirectory()) return target;
+  const file = join(target, RUN_FILES.config);
+  if (!existsSync(file)) throw new Error(`${target}: not a run directory (no ${RUN_FILES.config}); give a run directory or a config file`);
+  return file;
 }
 
 export async function prepareRun(target: string, sets: readonly string[] = []): Promise<PreparedRun> {

@@ -4,6 +4,7 @@ import { type BackendName, setBackend } from '../engine/runtime.js';
 import { loadPretrainConfig } from '../pretrain/config.js';
 import { exportModel } from '../pretrain/export.js';
 import { openRun, pretrain } from '../pretrain/train.js';
+import { CLI } from './options.js';
 
 interface PretrainFlags {
   resume?: boolean;
@@ -29,8 +30,9 @@ export function registerPretrain(program: Command): void {
 Ctrl-C once saves a checkpoint after the current step and exits; --resume continues from it.
 
 Examples:
-  magrpo pretrain configs/pretrain/micro.yaml
-  nice -n 10 env MAGRPO_NUM_THREADS=2 magrpo pretrain configs/pretrain/small.yaml --resume`,
+  ${CLI} pretrain configs/pretrain/micro.yaml
+  nice -n 10 env MAGRPO_NUM_THREADS=2 ${CLI} pretrain configs/pretrain/small.yaml
+  nice -n 10 env MAGRPO_NUM_THREADS=2 ${CLI} pretrain configs/pretrain/small.yaml --resume   # after Ctrl-C`,
     )
     .action(async (file: string, flags: PretrainFlags) => {
       if (flags.backend) setBackend(flags.backend);

@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
-import { floatOption, intOption } from './options.js';
+import { checkModelFolder } from './model-folder.js';
+import { CLI, floatOption, intOption, unescapeArg } from './options.js';
 
 interface SampleFlags {
   model: string;
@@ -32,18 +33,22 @@ export function registerSample(program: Command): void {
     .option('-s, --seed <n>', 'random seed (same seed, same text)', intOption(0), 0)
     .option('--num-samples <n>', 'completions to sample (in one batch)', intOption(1), 1)
     .option('--chat', "wrap the prompt in the tokenizer's chat template")
-    .option('--stop <text...>', 'stop strings')
+    .option('--stop <text...>', 'stop strings; \\n, \\t, \\r and \\\\ in them are newline, tab, return and backslash', (v: string, acc: string[] = []) => [
+      ...acc,
+      unescapeArg(v),
+    ])
     .option('--backend <name>', 'kernel backend: native or reference (default: MAGRPO_BACKEND or native)')
     .option('--json', 'print one JSON object per sample (text, tokens, log-probs)')
     .addHelpText(
       'after',
       `
 Examples:
-  magrpo sample -m models/small -p "Call me Ishmael." -n 40 --seed 3
-  magrpo sample -m models/small -p "def add(a, b):" -t 0 --stop "\\n\\n"`,
+  ${CLI} sample -m models/small -p "Call me Ishmael." -n 40 --seed 3
+  ${CLI} sample -m models/small -p "def add(a, b):" -t 0 --stop "\\n\\n"     # stops at the first blank line`,
     )
     .action((flags: SampleFlags) => {
       if (flags.backend) setBackend(flags.backend);
+      checkModelFolder(flags.model, '--model');
       const lm = LanguageModel.load(flags.model);
       const prompt = flags.chat ? lm.tokenizer.applyChatTemplate([{ role: 'user', content: flags.prompt }], { addGenerationPrompt: true }) : flags.prompt;
       const t0 = performance.now();

@@ -1,5 +1,6 @@
 /** `magrpo schema`: the run config's JSON Schema (configs/schema.json is this output). */
 import type { Command } from 'commander';
+import { CLI } from './options.js';
 import { runConfigJsonSchema } from './run-config.js';
 
 export function schemaText(): string {
@@ -14,7 +15,7 @@ export function registerSchema(program: Command): void {
       'after',
       `
 Examples:
-  magrpo schema > configs/schema.json
+  ${CLI} schema > configs/schema.json
   # then, first line of a config:  # yaml-language-server: $schema=./schema.json`,
     )
     .action(() => {

@@ -91,10 +91,12 @@ describe('magrpo train / eval / dashboard, end to end', () => {
     await waitFor(child, /\[train\] (1[5-9]|[2-9]\d)\//);
     child.kill('SIGINT');
     const code = await new Promise<number | null>((ok) => child.on('exit', ok));
-    assert.equal(code, 0, stderr);
+    assert.equal(code, 130, `Ctrl-C exits with 128 + SIGINT\n${stderr}`);
     assert.match(stderr, /stopping after this item and writing a checkpoint/);
     assert.match(stderr, /interrupted: \d+\/150 items/);
-    assert.match(stderr, /continue with: magrpo train --resume /);
+    assert.match(stderr, /^checkpoint: .*checkpoints[\\/]step-\d+$/m);
+    assert.match(stderr, /continue with: npx magrpo train --resume /);
+    assert.ok(!existsSync(join(run(), 'failure.json')), 'an interrupted run has not failed');
     const report = JSON.parse(readFileSync(join(run(), 'report.json'), 'utf8'));
     assert.equal(report.status, 'interrupted');
     assert.ok(report.items > 0 && report.items < ITEMS);
@@ -224,7 +226,7 @@ describe('magrpo train / eval / dashboard, end to end', () => {
       let text = '';
       cmd.configureOutput({ writeOut: (s) => (text += s) });
       cmd.outputHelp();
-      assert.match(text, /Examples:\n {2}magrpo /, cmd.name());
+      assert.match(text, /Examples:\n {2}npx magrpo /, cmd.name());
     }
     const r = magrpo(['--help']);
     assert.equal(r.status, 0);
