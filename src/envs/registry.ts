@@ -60,14 +60,20 @@ const dataDir = z.string().min(1).optional().describe('folder with <name>.train.
 
 const fluencyGuard = z
   .strictObject({
-    min_word_validity: z.number().gt(0).max(1).describe('word validity (share of letters in real words) at and above which an agent is not penalised'),
+    zero_at: z.number().min(0).lt(1).default(0).describe('word validity (share of letters in real words) at and below which an agent’s factor is 0'),
+    full_at: z.number().gt(0).max(1).describe('word validity at and above which an agent’s factor is 1 (linear in between)'),
   })
+  .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
   .nullable()
   .default(null)
   .describe(
-    '(magrpo) training-reward guard against reward hacking: reward × Π_i min(1, word_validity_i / min_word_validity); eval tables keep the paper reward (docs/reward-hacking.md)',
+    '(magrpo) training-reward guard against reward hacking: reward × Π_i clamp((word_validity_i − zero_at) / (full_at − zero_at), 0, 1); eval tables keep the paper reward (docs/reward-hacking.md)',
   );
-const guardOption = (o: unknown) => (o ? { minWordValidity: (o as { min_word_validity: number }).min_word_validity } : undefined);
+const guardOption = (o: unknown) => {
+  if (!o) return undefined;
+  const g = o as { zero_at?: number; full_at: number };
+  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at };
+};
 
 export const ENVIRONMENTS: readonly EnvEntry[] = [
   {

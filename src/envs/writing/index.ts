@@ -33,16 +33,23 @@ export interface WritingEnvOptions {
   dataDir?: string;
   /**
    * (magrpo) Training-reward guard against reward hacking: the joint reward is multiplied by
-   * Π_i min(1, word_validity_i / minWordValidity), so letter soup, strings of initials and runs of
-   * one word earn (almost) nothing. Evaluation tables keep the paper's reward. Off when undefined.
+   * Π_i clamp((word_validity_i − zeroAt) / (fullAt − zeroAt), 0, 1), so letter soup, strings of
+   * initials and runs of one word earn nothing. Evaluation tables keep the paper's reward. Off when
+   * undefined.
    */
-  fluencyGuard?: { minWordValidity: number };
+  fluencyGuard?: FluencyGuard;
+}
+
+/** Word validity at which an agent's factor reaches 0 and 1 (linear in between). */
+export interface FluencyGuard {
+  zeroAt: number;
+  fullAt: number;
 }
 
 /** The guard's factor in [0, 1] for one joint action (1 = fluent enough; see WritingEnvOptions). */
-export function fluencyFactor(completions: readonly string[], minWordValidity: number): number {
+export function fluencyFactor(completions: readonly string[], guard: FluencyGuard): number {
   let f = 1;
-  for (const c of completions) f *= Math.min(1, wordValidity(c) / minWordValidity);
+  for (const c of completions) f *= Math.min(1, Math.max(0, (wordValidity(c) - guard.zeroAt) / (guard.fullAt - guard.zeroAt)));
   return f;
 }
 
@@ -80,7 +87,7 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
           if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
           const s = kind.reward(completions[0], completions[1]);
           if (!opts.fluencyGuard) return { reward: s.reward, components: { ...s.components } };
-          const factor = fluencyFactor(completions, opts.fluencyGuard.minWordValidity);
+          const factor = fluencyFactor(completions, opts.fluencyGuard);
           return { reward: s.reward * factor, components: { ...s.components, fluency_factor: factor } };
         },
       };

@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { fluencyFactor, type TldrItem, tldrEnvironment, tldrReward } from '../../../src/envs/writing/index.js';
 import type { RewardFn } from '../../../src/rl/task.js';
 
+const GUARD = { zeroAt: 0.5, fullAt: 0.85 };
 const item: TldrItem = { prompt: 'SOURCE: test\n\nPOST: The whale rose beside the ship at dawn.\n\nTL;DR:' };
 const summary = 'A whale rose beside the ship at dawn and the crew watched it in silence.';
 const detail =
@@ -11,24 +12,37 @@ const detail =
 
 describe('fluency guard (env.options.fluency_guard)', () => {
   it('leaves fluent team outputs at the paper reward', async () => {
-    const env = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+    const env = tldrEnvironment({ fluencyGuard: GUARD });
     const r = (await (env.task().reward as RewardFn<TldrItem>)({ completions: [summary, detail], prompts: ['', ''], item, turn: 0 })) as {
       reward: number;
       components: Record<string, number>;
     };
-    assert.equal(fluencyFactor([summary, detail], 0.8), 1);
+    assert.equal(fluencyFactor([summary, detail], GUARD), 1);
     assert.equal(r.reward, tldrReward(summary, detail).reward);
     assert.equal(r.components.fluency_factor, 1);
   });
 
-  it('takes the reward of letter soup and strings of initials down to near zero', async () => {
-    const env = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+  it('takes the reward of letter soup and strings of initials to zero', async () => {
+    const env = tldrEnvironment({ fluencyGuard: GUARD });
     const reward = env.task().reward as RewardFn<TldrItem>;
-    for (const hack of ['EDESE SOSUSSTESESERE AIS AIMOSECEESESE TESESE SOSE', 'F. F. P. B. L. W. D. S. D. R. T. S. G. S. A. L. M.']) {
+    for (const hack of [
+      'EDESE SOSUSSTESESERE AIS AIMOSECEESESE TESESE SOSE TRSTTNITTE OOCISOON COCIISUIS',
+      'F. F. P. B. L. W. D. S. D. R. T. S. G. S. A. L. M.',
+    ]) {
       const paper = tldrReward(hack, detail).reward;
       const r = (await reward({ completions: [hack, detail], prompts: ['', ''], item, turn: 0 })) as { reward: number };
-      assert.ok(r.reward <= 0.15 * paper + 1e-12, `${hack}: guarded ${r.reward} vs paper ${paper}`);
+      assert.ok(paper > 0.5, `the hack earns the paper reward (${paper})`);
+      assert.equal(r.reward, 0, `${hack}: guarded ${r.reward} vs paper ${paper}`);
     }
+  });
+
+  it('is linear between zero_at and full_at, per agent, multiplied over agents', () => {
+    // 'zqxv the cat sat': 9 of 13 letters valid = 0.692…
+    const half = 'zqxv the cat sat';
+    const f = (9 / 13 - 0.5) / 0.35;
+    assert.ok(Math.abs(fluencyFactor([half, summary], GUARD) - f) < 1e-12);
+    assert.ok(Math.abs(fluencyFactor([half, half], GUARD) - f * f) < 1e-12);
+    assert.equal(fluencyFactor([half], { zeroAt: 0, fullAt: 0.5 }), 1);
   });
 
   it('is off by default: the paper reward, no extra component', async () => {
@@ -42,7 +56,7 @@ describe('fluency guard (env.options.fluency_guard)', () => {
 
   it('evaluation metrics ignore the guard (the eval table keeps the paper reward)', () => {
     const plain = tldrEnvironment();
-    const guarded = tldrEnvironment({ fluencyGuard: { minWordValidity: 0.8 } });
+    const guarded = tldrEnvironment({ fluencyGuard: GUARD });
     const episodes = [{ index: 0, completions: ['EDESE SOSE', detail], reward: 0, components: {}, responseSeconds: 0, outputTokens: 0 }];
     assert.equal(guarded.metrics(episodes, [item]).return, plain.metrics(episodes, [item]).return);
   });
