@@ -69,9 +69,12 @@ export async function runTeam<Item>(
   return results;
 }
 
-/** A printable table: one row per method, one column per metric. */
+/**
+ * A printable table: one row per method, one column per metric. Per-agent columns
+ * (`word_validity/agent_0`, …) stay in the JSON and CSV; the table shows their summaries.
+ */
 export function formatTable(rows: { method: string; metrics: Record<string, number> }[]): string {
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r.metrics)))];
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r.metrics)))].filter((c) => !c.includes('/agent_'));
   const header = ['method', ...cols];
   const body = rows.map((r) => [r.method, ...cols.map((c) => (r.metrics[c] === undefined ? '-' : fmt(r.metrics[c])))]);
   const widths = header.map((h, j) => Math.max(h.length, ...body.map((b) => b[j].length)));

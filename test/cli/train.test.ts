@@ -112,7 +112,7 @@ describe('magrpo train / eval / dashboard, end to end', () => {
     const r = magrpo(['train', '--resume', run()]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /finished: 150\/150 items, 600 env steps/);
-    assert.match(r.stdout, /^method +agreement +response_s +tokens$/m);
+    assert.match(r.stdout, /^method +agreement +response_s +ref_nll +word_validity +distinct_2 +repetition +tokens$/m);
     assert.match(r.stdout, /^oracle +100 /m);
     const report = JSON.parse(readFileSync(join(run(), 'report.json'), 'utf8'));
     assert.equal(report.status, 'finished');
@@ -181,8 +181,18 @@ describe('magrpo train / eval / dashboard, end to end', () => {
       ['magrpo', 'oracle'],
     );
     const csv = lines(join(tmp, 'out.csv'));
-    assert.equal(csv[0], 'method,agreement,response_s,tokens,reward_mean');
-    assert.match(csv[2], /^oracle,100,0,2,1$/);
+    const header = csv[0].split(',');
+    assert.deepEqual(header.slice(0, 3), ['method', 'agreement', 'response_s']);
+    assert.deepEqual(header.slice(-2), ['tokens', 'reward_mean']);
+    const oracle = Object.fromEntries(header.map((h, j) => [h, csv[2].split(',')[j]]));
+    assert.equal(oracle.method, 'oracle');
+    assert.equal(oracle.agreement, '100');
+    assert.equal(oracle.tokens, '2');
+    assert.equal(oracle.reward_mean, '1');
+    // fluency columns, per agent and for the weakest agent: the oracle writes real words
+    assert.equal(oracle['word_validity/agent_0'], '100');
+    assert.equal(oracle.word_validity, '100');
+    assert.ok(Number(oracle.ref_nll) > 0);
   });
 
   it('eval in-process: a config evaluates the untrained models; unknown baselines get a suggestion', async () => {
