@@ -21,6 +21,8 @@ interface Result {
   overrides: string[];
   machine: Record<string, string | number>;
   rows: Row[];
+  /** Anything a reader must know about how this record was made. */
+  note?: string;
   /** Per agent metric (`agent_0/word_validity`, …): mean of the first and last tenth of training. */
   training_fluency?: Record<string, { first: number; last: number }>;
 }
@@ -40,6 +42,17 @@ export const SECTIONS: Record<string, { dir: string; columns: [string, string][]
   },
   'demo-tldr-unguarded': {
     dir: 'results/demo-tldr-unguarded',
+    columns: [
+      ['return', 'return'],
+      ['structure', 'structure'],
+      ['coherence', 'coherence'],
+      ['consistency', 'consistency'],
+      ['word_validity', 'word validity'],
+      ['ref_nll', 'ref NLL'],
+    ],
+  },
+  'demo-tldr-softguard': {
+    dir: 'results/demo-tldr-softguard',
     columns: [
       ['return', 'return'],
       ['structure', 'structure'],
@@ -119,10 +132,12 @@ export function renderSection(name: string, root = '.'): string {
       lines.push(`- seed ${r.seed}: ${agents.join(', ')}`);
     }
   }
-  const first = results[0];
+  for (const r of results.filter((x) => x.note)) lines.push('', `Seed ${r.seed}: ${r.note}.`);
+  // Verbatim completions from the first seed that recorded them.
+  const first = results.find((r) => r.rows.some((x) => x.examples?.length));
   for (const method of ['trained pair (MAGRPO)', 'untrained pair']) {
-    const row = first.rows.find((r) => r.method === method);
-    if (!row?.examples?.length) continue;
+    const row = first?.rows.find((r) => r.method === method);
+    if (!first || !row?.examples?.length) continue;
     lines.push(
       '',
       `${method === 'untrained pair' ? 'The untrained pair' : 'The trained pair'}, seed ${first.seed}, first ${row.examples.length} eval items, verbatim:`,
