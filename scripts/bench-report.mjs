@@ -69,7 +69,7 @@ function section(file, r) {
   p();
   p(
     'Tokens/s (median); in parentheses the share of the sgemm limit: FLOPs per token × tokens/s ÷ ' +
-      `${f0(r.sgemm_limit_gflops)} GFLOP/s (sgemm 1024³, ${r.threads} threads). Peer rows end with magrpo ÷ peer.`,
+      `${f0(r.sgemm_limit_gflops)} GFLOP/s (${r.sgemm_limit}). Peer rows end with magrpo ÷ peer.`,
   );
   p();
   p('| size | engine | train | sample b8 | sample b32 | peak RSS MB |');

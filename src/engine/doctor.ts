@@ -5,7 +5,7 @@
  * one-thread sgemm over every OpenBLAS core type that suits the CPU, each run in a child process
  * (OpenBLAS fixes its core at load).
  */
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import type { Backend } from './backend.js';
 import { loadNativeBackend, nativeAddonFile, nativeIsa } from './backends/native.js';
 import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, rankedCores } from './blas-core.js';
@@ -56,6 +56,8 @@ export interface DoctorReport {
     selection: string;
   };
   threads: { backend: number; logicalCpus: number; env: Record<string, string> };
+  /** Load average (1, 5, 15 min) when measured: other jobs lower every wall-clock figure. */
+  loadAverage: number[];
   /** sgemm in this process: one thread and all threads. */
   sgemm: SgemmRate[];
   /** Every candidate core (children), best first. */
@@ -141,6 +143,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
         ['MAGRPO_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'OMP_WAIT_POLICY'].flatMap((k) => (env[k] === undefined ? [] : [[k, env[k]]])),
       ),
     },
+    loadAverage: loadavg(),
     sgemm: [],
     cores: [],
     peakPerCore: { gflops: 0, core: null, method: 'not measured' },
@@ -288,6 +291,11 @@ export function formatDoctor(r: DoctorReport): string[] {
       }`,
     ],
   ];
+  const busy = r.loadAverage[0] > 0.75 * r.cpu.logicalCpus;
+  lines.push([
+    'load',
+    `${r.loadAverage.map((x) => x.toFixed(2)).join(' / ')} (1/5/15 min) on ${r.cpu.logicalCpus} CPUs${busy ? ': busy, so wall-clock figures are below what this machine gives (core speeds are per CPU-second)' : ''}`,
+  ]);
   for (const s of r.sgemm) {
     const ceiling = r.peakPerCore.gflops * s.threads;
     lines.push([
@@ -301,7 +309,7 @@ export function formatDoctor(r: DoctorReport): string[] {
   const width = Math.max(...lines.map(([l]) => l.length));
   const out = lines.map(([l, v]) => `${`${l}:`.padEnd(width + 1)} ${v}`);
   if (r.cores.length > 0) {
-    out.push('', 'OpenBLAS core types here (1 thread, sgemm 1024³, each in a child process):');
+    out.push('', 'OpenBLAS core types here (1 thread, sgemm 1024³ per CPU-second, each in a child process):');
     for (const c of r.cores) {
       const tags = [
         c.inUse ? 'in use' : '',

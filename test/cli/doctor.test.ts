@@ -49,7 +49,7 @@ describe('magrpo doctor', () => {
   it('prints aligned lines (and the bench header shares them)', () => {
     const r = doctor('--quick');
     assert.equal(r.status, 0, r.stderr);
-    for (const label of ['backend:', 'CPU:', 'ISA:', 'C kernels:', 'BLAS:', 'BLAS core:', 'core choice:', 'threads:', 'sgemm 1 thr:'])
+    for (const label of ['backend:', 'CPU:', 'ISA:', 'C kernels:', 'BLAS:', 'BLAS core:', 'core choice:', 'threads:', 'load:', 'sgemm 1 thr:'])
       assert.match(r.stdout, new RegExp(`^${label}`, 'm'));
     assert.doesNotMatch(r.stdout, /OpenBLAS core types here/, '--quick tries no other cores');
   });
@@ -61,6 +61,7 @@ describe('assessCores', () => {
     cpu: { model: 'Xeon', vendor: 'GenuineIntel', family: 6, modelNumber: 143, arch: 'x64', logicalCpus: 2, isa: 'x86-64 AVX-512' },
     blas: { library: '/lib/libopenblas.so', version: '0.3.21', core: 'Prescott', coretype, coretypeSetBy: setBy, selection: '' },
     threads: { backend: 2, logicalCpus: 2, env: {} },
+    loadAverage: [0.5, 0.4, 0.3],
     sgemm: [{ shape: '1024x1024x1024', threads: 1, gflops: 32 }],
     cores: [
       { core: 'Prescott', accepted: true, correct: true, gflops: 32, inUse: true, openblasDefault: true },
