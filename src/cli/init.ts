@@ -102,7 +102,7 @@ export function registerInit(program: Command): void {
       `
 Examples:
   ${CLI} init my-task && ${CLI} train my-task/config.yaml
-  ${CLI} init my-task --model models/small`,
+  ${CLI} init other-task --model models/small`,
     )
     .action((name: string, flags: { model?: string }) => {
       const dir = scaffold(name, flags.model);
