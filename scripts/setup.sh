@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup for a fresh clone: Debian's OpenBLAS (as root), npm dependencies, the native
-# addon and the compiled CLI. Every step is skipped when its output is already up to date.
+# Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
+# the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
 #   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
@@ -40,6 +40,12 @@ apt_install() {
 if ! ls /usr/include/*/openblas-openmp/cblas.h >/dev/null 2>&1; then
   if ! command -v cc >/dev/null || ! command -v make >/dev/null; then apt_install build-essential || true; fi
   apt_install libopenblas-openmp-dev || apt_install libopenblas-dev || true
+fi
+
+# 1b. bubblewrap: the Python sandbox's private read-only root and /tmp (src/sandbox/isolation.ts).
+#     Optional: without it the sandbox falls back to network/pid namespaces only, and says so.
+if ! command -v bwrap >/dev/null; then
+  apt_install bubblewrap || say "bubblewrap unavailable: model code in the Python sandbox will see the host filesystem (docs/reliability.md)"
 fi
 
 # 2. Optional: PyTorch for side-by-side benchmarks and fixture regeneration.

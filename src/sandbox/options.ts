@@ -18,6 +18,8 @@ export interface SandboxOptions {
   maxProcesses?: number;
   /** RLIMIT_FSIZE: largest file the program may write, bytes. Default 16 MiB. */
   maxFileBytes?: number;
+  /** Size of the private /tmp (cwd and HOME) under bubblewrap, MiB; its files live in memory until the run ends. Default 64. */
+  tmpMb?: number;
   /** Cap per stream (stdout, stderr); exceeding it kills the run with `killed: 'output'`. Default 64 KiB. */
   maxOutputBytes?: number;
   /** Per-assert timer in `runTests` (the reference's 10 s SIGALRM). Default 10. */
@@ -40,6 +42,7 @@ export function defaultOptions(): ResolvedOptions {
     memoryMb: 1024,
     maxProcesses: 32,
     maxFileBytes: 16 * 1024 * 1024,
+    tmpMb: 64,
     maxOutputBytes: 64 * 1024,
     perTestTimeoutSeconds: 10,
     maxTimeouts: 3,
@@ -62,6 +65,7 @@ const CHECKS: Record<keyof SandboxOptions, Check> = {
   memoryMb: positiveInt,
   maxProcesses: positiveInt,
   maxFileBytes: nonNegativeInt,
+  tmpMb: positiveInt,
   maxOutputBytes: positiveInt,
   perTestTimeoutSeconds: positive,
   maxTimeouts: positiveInt,

@@ -1,24 +1,28 @@
 /**
  * Runs model-written Python in separate, confined `python3` processes (never in the trainer).
  *
- * Confinement per execution (see launch.ts and runner.ts for the mechanics):
+ * Confinement per execution (see isolation.ts, launch.ts and runner.ts for the mechanics):
  *   - rlimits CPU / AS / NPROC / FSIZE / CORE, a wall-clock kill of the process group;
  *   - when running as root, the worker drops to a uid of its own per slot (root is exempt from
  *     RLIMIT_NPROC, and the uid cannot write the caller's files); instances in one process get
  *     disjoint uid ranges, separate processes share them;
- *   - network: a fresh network namespace (`unshare --net --pid`, nothing but a down loopback) when
- *     the kernel allows it, else a socket monkeypatch in the worker. The mode is probed once and
- *     reported by `sandboxInfo()`; the patch is best-effort (a subprocess such as curl bypasses it);
+ *   - namespaces, strongest available first (`isolation()` says which is in force): bubblewrap
+ *     (private read-only root, private /tmp, no network, own pid namespace), else `unshare --net
+ *     --pid` (host filesystem visible), else a socket monkeypatch only. Each is probed once; a
+ *     fallback is logged once per process;
  *   - an empty temp dir as cwd and HOME, a five-variable environment, stdin closed, output capped.
  *
  * `runTests` reproduces the reference coding reward's L3 harness (environments-reference.md §2.4):
  * the program is exec'd once into globals seeded with `math`; each assert then runs under its own
- * timer, and after `maxTimeouts` timeouts the rest are skipped. Files outside the temp dir stay
- * readable when world-readable, and /tmp stays writable (bounded per file by RLIMIT_FSIZE).
+ * timer, and after `maxTimeouts` timeouts the rest are skipped. Verdicts are computed outside the
+ * process that runs model code: asserts are split into the calls (run in the sandbox, their values
+ * returned as plain builtins) and the comparison (evaluated by the trusted supervisor); asserts that
+ * cannot be split run whole in the sandbox and are counted as `lowTrust` (runner-judge.ts).
  */
 import { constants } from 'node:os';
 import { SandboxError } from './errors.js';
-import { type Launched, launch, type Payload, type SyntaxIssue } from './launch.js';
+import { candidateIsolations, describeIsolation, type Isolation, type IsolationReport } from './isolation.js';
+import { compileRunner, type Launched, launch, type Payload, type SyntaxIssue } from './launch.js';
 import { type ResolvedOptions, resolveOptions, type SandboxOptions } from './options.js';
 import { SlotPool } from './slot-pool.js';
 
@@ -46,6 +50,8 @@ export interface TestOutcome {
   timedOut?: boolean;
   /** Not run: after `maxTimeouts` timeouts, or after the run was stopped. */
   skipped?: boolean;
+  /** Could not be split into sandboxed calls and a trusted comparison: judged inside the sandbox. */
+  lowTrust?: boolean;
 }
 
 export interface TestRunResult {
@@ -59,6 +65,8 @@ export interface TestRunResult {
   /** Number of asserts given (skipped ones included), the reward's denominator. */
   total: number;
   timeouts: number;
+  /** Asserts judged inside the sandbox (model code could forge these verdicts); the rest were judged outside. */
+  lowTrust: number;
   wallMs: number;
   killed?: KillReason;
   stdout: string;
@@ -81,30 +89,34 @@ export interface SandboxInfo {
   python: string;
   pythonVersion: string;
   network: 'namespace' | 'socket-patch';
+  /** The strongest isolation that passed its probe (isolation.ts). */
+  level: Isolation['level'];
+  /** Model code sees a private read-only root and a private /tmp, none of the host's files. */
+  privateFilesystem: boolean;
   /** Processes left behind die with the run's pid namespace. */
   pidNamespace: boolean;
   /** uid of slot 0 (slot i runs as firstUid + i); null when not root, so the caller's uid is kept. */
   firstUid: number | null;
-  /** Why the namespace was not used, when `network: 'auto'` fell back. */
+  /** Why stronger isolation was not used, when it fell back. */
   fallbackReason?: string;
 }
 
-interface Isolation {
-  network: SandboxInfo['network'];
-  prefix: string[];
-  pidNamespace: boolean;
-  dropUid: boolean;
-}
+/** The per-call part of a launch; limits and isolation are added by `launchWith`. */
+type Request = Pick<Payload, 'mode' | 'program' | 'programs'> & { asserts?: string[] };
 
-/** The per-call part of a payload; limits and isolation are added by `launchWith`. */
-type Request = Pick<Payload, 'mode' | 'program' | 'asserts' | 'programs'>;
+/** A host path every candidate with a private filesystem must hide: the caller's working directory. */
+const HOST_MARKER = process.cwd();
 
 const PROBE_PROGRAM = [
   // fractions: a stdlib module the runner has not imported, so the dropped uid must be able to read it.
   'import fractions, json, os, socket, sys',
   'print(json.dumps({"python": sys.executable, "version": sys.version.split()[0], "uid": os.getuid(),',
+  `                  "hostVisible": os.path.exists(${JSON.stringify(HOST_MARKER)}),`,
   '                  "interfaces": sorted(name for _, name in socket.if_nameindex())}))',
 ].join('\n');
+
+/** Fallbacks already warned about in this process, so each is logged once. */
+const warned = new Set<string>();
 
 export class PythonSandbox {
   readonly options: ResolvedOptions;
@@ -112,6 +124,8 @@ export class PythonSandbox {
   /** uid of slot 0 if the worker drops privileges (slot i runs as firstUid + i). */
   private readonly firstUid: number;
   private setup?: Promise<{ isolation: Isolation; info: SandboxInfo }>;
+  /** The runner as bytecode of the configured interpreter (compiled once, at the first use). */
+  private runnerCode: Buffer | null = null;
 
   /** Validates options (all problems at once, `SandboxError` code `BAD_OPTIONS`); probing waits for first use. */
   constructor(options: SandboxOptions = {}) {
@@ -124,6 +138,12 @@ export class PythonSandbox {
   /** Probes isolation once (memoized) and reports what is in force. */
   async sandboxInfo(): Promise<SandboxInfo> {
     return (await this.ready()).info;
+  }
+
+  /** The isolation level in force and what it means, e.g. for `magrpo doctor` and run logs. */
+  async isolation(): Promise<IsolationReport> {
+    const info = await this.sandboxInfo();
+    return describeIsolation(info.level, info.fallbackReason ? info.fallbackReason.split('; ') : []);
   }
 
   /**
@@ -174,7 +194,7 @@ export class PythonSandbox {
     return this.launchWith(isolation, request, stdin);
   }
 
-  private launchWith(isolation: Isolation, request: Request, stdin?: string) {
+  private launchWith(isolation: Isolation, { asserts, ...request }: Request, stdin?: string) {
     const o = this.options;
     return this.slots.with(async (slot) => {
       const launched = await launch({
@@ -183,6 +203,9 @@ export class PythonSandbox {
         wallSeconds: o.wallSeconds,
         maxOutputBytes: o.maxOutputBytes,
         stdin,
+        asserts,
+        privateTmp: isolation.privateTmp,
+        runnerCode: this.runnerCode,
         payload: {
           ...request,
           perTestSeconds: o.perTestTimeoutSeconds,
@@ -204,18 +227,24 @@ export class PythonSandbox {
     });
   }
 
-  /** Tries the namespace launcher, then the socket patch, as `network` allows; each must pass the probe. */
+  /** Tries bwrap, then unshare, then the socket patch, as `network` allows; each must pass the probe. */
   private async detect(): Promise<{ isolation: Isolation; info: SandboxInfo }> {
     const root = process.getuid?.() === 0;
-    const candidates = candidateIsolations(this.options.network, root);
-    const failures: string[] = [];
+    const o = this.options;
+    this.runnerCode = compileRunner(o.python);
+    const { candidates, skipped } = candidateIsolations(o.network, root, o.python, o.tmpMb * 1024 * 1024);
+    const failures: string[] = [...skipped];
     for (const isolation of candidates) {
       const failure = await this.probe(isolation).catch((error: Error) => ({ reason: error.message }));
       if ('info' in failure) {
         const fallbackReason = failures.length > 0 ? failures.join('; ') : undefined;
+        if (failures.length > 0 && !warned.has(isolation.level)) {
+          warned.add(isolation.level);
+          process.emitWarning(`Python sandbox isolation: ${describeIsolation(isolation.level, failures).detail}`, 'SandboxIsolationWarning');
+        }
         return { isolation, info: stripUndefined({ ...failure.info, fallbackReason }) };
       }
-      failures.push(`${isolation.network}: ${failure.reason}`);
+      failures.push(`${isolation.level}: ${failure.reason}`);
     }
     throw new SandboxError(
       'NO_ISOLATION',
@@ -230,36 +259,24 @@ export class PythonSandbox {
     if (result.exitCode !== 0) {
       return { reason: `probe exited ${result.exitCode ?? result.signal ?? result.killed}: ${result.stderr.trim().slice(-500)}` };
     }
-    const seen = JSON.parse(result.stdout) as { python: string; version: string; uid: number; interfaces: string[] };
+    const seen = JSON.parse(result.stdout) as { python: string; version: string; uid: number; interfaces: string[]; hostVisible: boolean };
     if (isolation.network === 'namespace' && seen.interfaces.join(',') !== 'lo') {
       return { reason: `namespace still shows interfaces ${seen.interfaces.join(', ')}` };
     }
+    if (isolation.privateTmp && seen.hostVisible) return { reason: `the host path ${HOST_MARKER} is still visible` };
     if (isolation.dropUid && seen.uid < this.firstUid) return { reason: `worker kept uid ${seen.uid}` };
     return {
       info: {
         python: seen.python,
         pythonVersion: seen.version,
         network: isolation.network,
+        level: isolation.level,
+        privateFilesystem: isolation.privateTmp,
         pidNamespace: isolation.pidNamespace,
         firstUid: isolation.dropUid ? this.firstUid : null,
       },
     };
   }
-}
-
-function candidateIsolations(mode: SandboxOptions['network'], root: boolean): Isolation[] {
-  // As root `unshare` needs no user namespace; otherwise map ourselves to root inside a new one.
-  const userns = root ? [] : ['--user', '--map-root-user'];
-  const namespace: Isolation = {
-    network: 'namespace',
-    prefix: ['unshare', ...userns, '--net', '--pid', '--fork', '--kill-child'],
-    pidNamespace: true,
-    dropUid: root,
-  };
-  const patch: Isolation = { network: 'socket-patch', prefix: [], pidNamespace: false, dropUid: root };
-  if (mode === 'namespace') return [namespace];
-  if (mode === 'socket-patch') return [patch];
-  return [namespace, patch];
 }
 
 function exitEvent(launched: Launched) {
@@ -304,8 +321,8 @@ function testRunResult(asserts: string[], launched: Launched, cpuSeconds: number
     else if (event.t === 'loaded') loaded = true;
     else if (event.t === 'done' || event.t === 'skip' || event.t === 'memory') finished = true;
     else if (event.t === 'test') {
-      const { passed, errorType, message, timedOut } = event;
-      reported.set(event.i, { source: asserts[event.i], passed, errorType, message, timedOut });
+      const { passed, errorType, message, timedOut, lowTrust } = event;
+      reported.set(event.i, { source: asserts[event.i], passed, errorType, message, timedOut, lowTrust });
     }
   }
   const inFlight = loaded && !finished ? reported.size : -1;
@@ -326,6 +343,7 @@ function testRunResult(asserts: string[], launched: Launched, cpuSeconds: number
     passed: tests.filter((t) => t.passed).length,
     total: asserts.length,
     timeouts: tests.filter((t) => t.timedOut).length,
+    lowTrust: tests.filter((t) => t.lowTrust).length,
     wallMs: launched.wallMs,
     killed,
     stdout: launched.stdout,
@@ -336,4 +354,9 @@ function testRunResult(asserts: string[], launched: Launched, cpuSeconds: number
 /** Drops keys whose value is undefined so results compare cleanly with deepEqual. */
 function stripUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** The isolation a sandbox with these options gets on this machine (probes once; for `magrpo doctor`). */
+export async function sandboxIsolation(options: SandboxOptions = {}): Promise<IsolationReport> {
+  return new PythonSandbox({ ...options, concurrency: 1 }).isolation();
 }

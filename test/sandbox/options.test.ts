@@ -22,7 +22,7 @@ test('reports every bad or unknown key at once, by path', () => {
         [
           'cpuSeconds: got 1.5, expected a positive integer',
           "network: got \"none\", expected 'auto' | 'namespace' | 'socket-patch'",
-          'wallSecs: got 3, expected no such option (known: python, cpuSeconds, wallSeconds, memoryMb, maxProcesses, maxFileBytes, maxOutputBytes, perTestTimeoutSeconds, maxTimeouts, concurrency, network)',
+          'wallSecs: got 3, expected no such option (known: python, cpuSeconds, wallSeconds, memoryMb, maxProcesses, maxFileBytes, tmpMb, maxOutputBytes, perTestTimeoutSeconds, maxTimeouts, concurrency, network)',
         ],
       );
       assert.deepEqual(

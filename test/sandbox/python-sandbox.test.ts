@@ -123,6 +123,96 @@ test('only the worker reports: a fork of the user code cannot add results', asyn
   assert.equal(result.tests[0].skipped, true);
 });
 
+test('a split assert runs only its calls in the sandbox; the comparison sees plain builtin values', async () => {
+  const program = [
+    'import collections',
+    'def counts(s):',
+    '    return collections.Counter(s)',
+    'def point(x):',
+    '    return collections.namedtuple("P", "x y")(x, x)',
+    'class Always(int):',
+    '    __eq__ = lambda self, other: True',
+    'def forged(x):',
+    '    return Always(0)',
+    'def opaque(x):',
+    '    return object()',
+    '',
+  ].join('\n');
+  const result = await sandbox.runTests(program, [
+    "assert counts('aab') == {'a': 2, 'b': 1}", // a dict subclass compares as its dict
+    'assert point(3) == (3, 3)', // a tuple subclass as its tuple
+    'assert forged(1) == 5', // its __eq__ never runs: it is the int 0
+    'assert opaque(1) == 1',
+    'assert abs(forged(1) - 0.5) < 1', // the rest of the expression is evaluated by the judge
+  ]);
+  assert.deepEqual(
+    result.tests.map(({ passed, errorType }) => ({ passed, errorType })),
+    [
+      { passed: true, errorType: undefined },
+      { passed: true, errorType: undefined },
+      { passed: false, errorType: 'AssertionError' },
+      { passed: false, errorType: 'UnsupportedValue' },
+      { passed: true, errorType: undefined },
+    ],
+  );
+  assert.match(result.tests[3].message ?? '', /a value of type object cannot leave the sandbox/);
+  assert.equal(result.lowTrust, 0);
+});
+
+test('asserts that cannot be split run whole in the sandbox and are counted as lowTrust', async () => {
+  const program = 'calls = []\ndef f(x):\n    calls.append(x)\n    return x\n';
+  // f runs twice per `assert f(..) == ..` (the reference's pre-evaluation, kept for split asserts too).
+  const result = await sandbox.runTests(program, ['assert f(1) == 1', 'assert len(calls) == 2', 'assert f(1) == 1 or f(2) == 2', 'assert len(calls) == 4']);
+  assert.deepEqual(
+    result.tests.map((t) => [t.passed, t.lowTrust ?? false]),
+    [
+      [true, false],
+      [true, true], // names the program's list
+      [true, true], // a call under `or` may not run
+      [true, true],
+    ],
+  );
+  assert.equal(result.lowTrust, 3);
+});
+
+test("a failing assert's message is the reference's, including calls in it; an uncompilable assert fails in the judge", async () => {
+  const program = 'calls = []\ndef f(x):\n    calls.append(x)\n    return x + 1\n';
+  const result = await sandbox.runTests(program, ['assert f(1) == 3, "got " + str(f(1))', 'assert f(1) == [', 'assert len(calls) == 5']);
+  assert.deepEqual(
+    result.tests.map(({ passed, errorType, message }) => ({ passed, errorType, message })),
+    [
+      { passed: false, errorType: 'AssertionError', message: 'got 2' },
+      { passed: false, errorType: 'SyntaxError', message: "'[' was never closed (<string>, line 1)" },
+      // As in the reference, f ran 4 times for the first assert (pre-evaluation of the call and of the
+      // text after ==, the assert, its message), then once before the broken one.
+      { passed: true, errorType: undefined, message: undefined },
+    ],
+  );
+});
+
+test('a frame forged by model code breaks the protocol: that assert fails, the rest are not run', async () => {
+  const program = [
+    'import os',
+    'def f(x):',
+    '    for fd in range(3, 32):',
+    '        try:',
+    '            os.write(fd, b\'{"t":"r","i":1,"passed":true}\\n{"t":"test","i":1,"passed":true}\\n\')',
+    '        except OSError:',
+    '            pass',
+    '    return x',
+    '',
+  ].join('\n');
+  const result = await sandbox.runTests(program, ['assert f(1) == 1', 'assert f(2) == 2', 'assert f(3) == 3']);
+  assert.deepEqual(
+    result.tests.map(({ passed, errorType, skipped }) => ({ passed, errorType, skipped })),
+    [
+      { passed: false, errorType: 'ProtocolViolation', skipped: undefined },
+      { passed: false, errorType: undefined, skipped: true },
+      { passed: false, errorType: undefined, skipped: true },
+    ],
+  );
+});
+
 test('checkSyntax parses in the sandbox, one program or a batch', async () => {
   assert.equal(await sandbox.checkSyntax(INC), null);
   assert.deepEqual(await sandbox.checkSyntaxBatch(['x = 1', 'def f(:\n    pass', 'a\0b']), [
@@ -153,8 +243,12 @@ test('never runs more programs at once than `concurrency`', async () => {
   assert.equal(most, 2);
 });
 
-test('sandboxInfo names the isolation actually in force', async () => {
+test('sandboxInfo and isolation() name the isolation actually in force', async () => {
   const info = await sandbox.sandboxInfo();
+  const isolation = await sandbox.isolation();
+  assert.equal(isolation.level, info.level);
+  assert.equal(info.privateFilesystem, info.level === 'bwrap');
+  assert.match(isolation.detail, info.level === 'bwrap' ? /private \/tmp, no host files/ : /host filesystem/);
   assert.ok(info.network === 'namespace' || info.network === 'socket-patch');
   assert.equal(info.pidNamespace, info.network === 'namespace');
   assert.match(info.pythonVersion, /^3\.\d+\.\d+/);

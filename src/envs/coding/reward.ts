@@ -12,7 +12,9 @@
  *                  as the reference does)
  *
  * Single-agent mode is aux = "": no aux points and no bonus, so the max is 0.6 + 0.5 + 1.0 = 2.1.
- * All code runs in the sandbox; the components sum to the reward.
+ * All code runs in the sandbox; the five level components sum to the reward. Test verdicts are
+ * computed outside the process running model code; asserts judged inside it are counted in
+ * `tests_low_trust`.
  */
 import { extractAsserts, type PythonSandbox, type TestRunResult } from '../../sandbox/index.js';
 import { ignoredAuxCalls } from './aux-usage.js';
@@ -57,13 +59,18 @@ export interface CodeRewardOptions {
   thinWrapper?: ThinWrapperRule;
 }
 
-/** The reward split by level; the values sum to the reward. */
+/** The reward split by level; the five levels sum to the reward. */
 export interface CodeRewardComponents {
   structure: number;
   syntax: number;
   tests: number;
   cooperation: number;
   penalty: number;
+  /**
+   * Not a reward part: how many asserts were judged inside the sandbox, where model code could forge
+   * their verdicts (runner-judge.ts). Present only when > 0, so it shows up in the logged metrics.
+   */
+  tests_low_trust?: number;
 }
 
 export interface CodeRewardResult {
@@ -129,6 +136,7 @@ export async function codeReward(input: CodeRewardInput, sandbox: PythonSandbox,
 
   // L3
   add('tests', (run.passed / run.total) * 1.0);
+  if (run.lowTrust > 0) c.tests_low_trust = run.lowTrust;
 
   // Cooperation and penalty
   let ignoredCalls: string[] = [];
