@@ -17,6 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sirv from 'sirv';
+import { runTokenizerDir, tokenPieces } from './tokens.js';
 
 /** Run files the page may read. */
 export const SERVED_RUN_FILES = ['config.yaml', 'metrics.jsonl', 'samples.jsonl', 'eval.json', 'report.json', 'report.md'];
@@ -78,7 +79,7 @@ export function safeSegments(target: string): string[] | null {
 }
 
 export async function startDashboard(o: { runs: readonly string[]; port?: number }): Promise<DashboardServer> {
-  const runs = o.runs.map((d, id) => ({ id, name: basename(resolve(d)), dir: resolve(d) }));
+  const runs = o.runs.map((d, id) => ({ id, name: basename(resolve(d)), dir: resolve(d), pieces: undefined as string | undefined }));
   for (const r of runs) if (!existsSync(r.dir)) throw new Error(`${r.dir}: no such run directory`);
   const pageFiles = new Set(readdirSync(staticDir()));
   const page = sirv(staticDir(), { dev: true });
@@ -114,6 +115,19 @@ export async function startDashboard(o: { runs: readonly string[]; port?: number
       res.setHeader('Content-Type', 'application/json');
       res.setHeader('Cache-Control', 'no-store');
       return res.end(JSON.stringify(runs.map(({ id, name }) => ({ id, name }))));
+    }
+    if (seg.length === 3 && seg[0] === 'runs' && /^\d{1,6}$/.test(seg[1]) && seg[2] === 'tokens.json' && runs[Number(seg[1])]) {
+      const run = runs[Number(seg[1])];
+      const dir = run.pieces === undefined ? runTokenizerDir(run.dir) : null;
+      if (run.pieces === undefined && dir === null)
+        return refuse(res, 404, 'no tokenizer for this run (final/agent_0/model, or the model its config.yaml names)');
+      try {
+        run.pieces ??= JSON.stringify(tokenPieces(dir as string));
+      } catch (e) {
+        return refuse(res, 500, `cannot read the tokenizer of ${dir}: ${(e as Error).message}`);
+      }
+      res.setHeader('Content-Type', 'application/json');
+      return res.end(run.pieces);
     }
     if (seg.length === 3 && seg[0] === 'runs' && /^\d{1,6}$/.test(seg[1])) {
       const handler = runFiles[Number(seg[1])];

@@ -224,12 +224,37 @@ function renderTreeList() {
   );
 }
 
-function selectTree(id) {
+async function selectTree(id) {
   state.selected = id;
   const [runId, i] = id.split(':').map(Number);
   const record = state.data.get(runId).samples[i];
   for (const b of document.querySelectorAll('#tree-list button')) b.setAttribute('aria-pressed', String(b.dataset.tree === id));
-  document.getElementById('tree-view').replaceChildren(renderNode(record.tree, 0, `item ${record.item}:`));
+  // Token boundaries on demand: the recorded ids, each shown as its own piece of text.
+  const toggle = el('label', { class: 'token-toggle' }, el('input', { type: 'checkbox', id: 'show-tokens', onchange: (e) => setShowTokens(e.target.checked) }), ' show token boundaries');
+  toggle.firstChild.checked = state.showTokens;
+  pieces = state.showTokens && record.tree.completion_ids ? await tokenPieces(runId) : null;
+  document.getElementById('tree-view').replaceChildren(toggle, renderNode(record.tree, 0, `item ${record.item}:`));
+}
+
+let pieces = null;
+async function tokenPieces(runId) {
+  state.pieces ??= new Map();
+  if (!state.pieces.has(runId)) {
+    const text = await fetchText(`/runs/${runId}/tokens.json`);
+    state.pieces.set(runId, text === null ? null : JSON.parse(text));
+  }
+  return state.pieces.get(runId);
+}
+
+function setShowTokens(on) {
+  state.showTokens = on;
+  if (state.selected) selectTree(state.selected);
+}
+
+/** A completion as text, or (token view) one span per sampled token, alternately shaded. */
+function completionView(text, ids) {
+  if (!pieces || !ids) return el('pre', { class: 'completion', text: text === '' ? '∅ (empty)' : text });
+  return el('pre', { class: 'completion tokens', title: `${ids.length} tokens` }, ...ids.map((t) => el('span', { class: 'tok', title: `id ${t}`, text: pieces[t] ?? `<${t}>` })));
 }
 
 function renderNode(node, depth, label) {
@@ -240,7 +265,7 @@ function renderNode(node, depth, label) {
       el('h4', { text: `agent ${a} — prompt` }),
       el('pre', { class: 'prompt', text: prompt }),
       el('h4', { text: `agent ${a} — ${node.completions[a].length} completions` }),
-      el('ol', { start: '0' }, ...node.completions[a].map((c) => el('li', {}, el('pre', { class: 'completion', text: c === '' ? '∅ (empty)' : c })))),
+      el('ol', { start: '0' }, ...node.completions[a].map((c, g) => el('li', {}, completionView(c, node.completion_ids?.[a]?.[g])))),
     ),
   );
   const compNames = [...new Set(node.components.flatMap((c) => Object.keys(c)))];
