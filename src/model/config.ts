@@ -5,7 +5,7 @@
  * when a key is absent. Unknown keys are ignored (HF configs carry many training-only keys);
  * keys that would change the forward pass in a way we do not implement are errors, never ignored.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
@@ -79,6 +79,22 @@ const ARCHITECTURES = {
 } as const;
 type ModelType = (typeof ARCHITECTURES)[keyof typeof ARCHITECTURES];
 const ARCHITECTURE_OF = Object.fromEntries(Object.entries(ARCHITECTURES).map(([a, t]) => [t, a])) as Record<ModelType, string>;
+
+/**
+ * Upper bounds on size keys, far beyond any published checkpoint (Llama-3.1-405B: 126 layers,
+ * hidden 16384, MLP 53248, vocab 128256): a garbage or hostile config.json gets a clear error
+ * instead of a loop over 10^9 layers or a request for terabytes. The weights are checked against
+ * the config before anything is allocated (load.ts), so within these bounds memory follows the file.
+ */
+export const CONFIG_LIMITS = {
+  vocab: 1 << 24,
+  hidden: 1 << 17,
+  intermediate: 1 << 20,
+  layers: 1024,
+  heads: 4096,
+  headDim: 4096,
+  positions: 1 << 24,
+} as const;
 
 /** HF defaults per model type, for keys whose absence means "use the class default". */
 const LLAMA_DEFAULTS: Record<
@@ -247,11 +263,11 @@ function resolveModelType(json: Record<string, unknown>, file: string): ModelTyp
 
 function readLlama(f: FieldReader, modelType: LlamaModelType): LlamaConfig {
   const d = LLAMA_DEFAULTS[modelType];
-  const hiddenSize = f.int('hidden_size', d.hidden);
-  const numHeads = f.int('num_attention_heads', 32);
-  const numKvHeads = f.optionalInt('num_key_value_heads') ?? d.kvHeads ?? numHeads;
-  const headDim = f.optionalInt('head_dim') ?? Math.floor(hiddenSize / numHeads);
-  const maxPositions = f.int('max_position_embeddings', d.maxPos);
+  const hiddenSize = f.int('hidden_size', d.hidden, CONFIG_LIMITS.hidden);
+  const numHeads = f.int('num_attention_heads', 32, CONFIG_LIMITS.heads);
+  const numKvHeads = f.optionalInt('num_key_value_heads', CONFIG_LIMITS.heads) ?? d.kvHeads ?? numHeads;
+  const headDim = f.optionalInt('head_dim', CONFIG_LIMITS.headDim) ?? Math.floor(hiddenSize / numHeads);
+  const maxPositions = f.int('max_position_embeddings', d.maxPos, CONFIG_LIMITS.positions);
   if (!f.has('head_dim') && f.valid('hidden_size', 'num_attention_heads') && hiddenSize % numHeads !== 0) {
     f.issue('hidden_size', hiddenSize, `a multiple of num_attention_heads (${numHeads})`);
   }
@@ -281,8 +297,8 @@ function readLlama(f: FieldReader, modelType: LlamaModelType): LlamaConfig {
     modelType,
     ...readCommon(f, d.vocab, d.bos, d.eos, false),
     hiddenSize,
-    intermediateSize: f.int('intermediate_size', d.inter),
-    numLayers: f.int('num_hidden_layers', 32),
+    intermediateSize: f.int('intermediate_size', d.inter, CONFIG_LIMITS.intermediate),
+    numLayers: f.int('num_hidden_layers', 32, CONFIG_LIMITS.layers),
     numHeads,
     numKvHeads,
     headDim,
@@ -321,8 +337,8 @@ function ropeTheta(f: FieldReader): number {
 }
 
 function readGpt2(f: FieldReader): Gpt2Config {
-  const hiddenSize = f.int(['n_embd', 'hidden_size'], 768);
-  const numHeads = f.int(['n_head', 'num_attention_heads'], 12);
+  const hiddenSize = f.int(['n_embd', 'hidden_size'], 768, CONFIG_LIMITS.hidden);
+  const numHeads = f.int(['n_head', 'num_attention_heads'], 12, CONFIG_LIMITS.heads);
   if (f.valid('n_embd', 'hidden_size', 'n_head', 'num_attention_heads') && hiddenSize % numHeads !== 0) {
     f.issue('n_embd', hiddenSize, `a multiple of n_head (${numHeads})`);
   }
@@ -335,12 +351,12 @@ function readGpt2(f: FieldReader): Gpt2Config {
     modelType: 'gpt2',
     ...readCommon(f, 50257, 50256, 50256, true),
     hiddenSize,
-    intermediateSize: f.optionalInt('n_inner') ?? 4 * hiddenSize,
-    numLayers: f.int(['n_layer', 'num_hidden_layers'], 12),
+    intermediateSize: f.optionalInt('n_inner', CONFIG_LIMITS.intermediate) ?? 4 * hiddenSize,
+    numLayers: f.int(['n_layer', 'num_hidden_layers'], 12, CONFIG_LIMITS.layers),
     numHeads,
     numKvHeads: numHeads,
     headDim: Math.floor(hiddenSize / numHeads),
-    maxPositions: f.int(['n_positions', 'max_position_embeddings'], 1024),
+    maxPositions: f.int(['n_positions', 'max_position_embeddings'], 1024, CONFIG_LIMITS.positions),
     activation: f.enumeration('activation_function', 'gelu_new', ['gelu_new', 'gelu'] as const, true),
     layerNormEps: f.positive('layer_norm_epsilon', 1e-5),
   };
@@ -349,7 +365,7 @@ function readGpt2(f: FieldReader): Gpt2Config {
 function readCommon(f: FieldReader, vocab: number, bos: number | null, eos: number | null, tie: boolean) {
   const dtypeKey = f.has('torch_dtype') ? 'torch_dtype' : 'dtype'; // transformers >= 4.56 writes "dtype"
   return {
-    vocabSize: f.int('vocab_size', vocab),
+    vocabSize: f.int('vocab_size', vocab, CONFIG_LIMITS.vocab),
     tieWordEmbeddings: f.bool('tie_word_embeddings', tie),
     bosTokenId: f.tokenId('bos_token_id', bos),
     eosTokenId: f.tokenIds('eos_token_id', eos),
@@ -388,14 +404,15 @@ class FieldReader {
     this.unsupportedFeatures.push(`${key}: got ${JSON.stringify(got)} — ${why}`);
   }
 
-  /** Positive integer; `keys` lists aliases, first present wins. */
-  int(keys: string | string[], fallback: number): number {
-    return this.read(keys, fallback, (v) => Number.isSafeInteger(v) && (v as number) > 0, 'a positive integer');
+  /** Positive integer up to `max`; `keys` lists aliases, first present wins. */
+  int(keys: string | string[], fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+    const expected = max === Number.MAX_SAFE_INTEGER ? 'a positive integer' : `a positive integer ≤ ${max}`;
+    return this.read(keys, fallback, (v) => Number.isSafeInteger(v) && (v as number) > 0 && (v as number) <= max, expected);
   }
 
   /** Positive integer, or null when absent or null (HF's "derive it from other fields"). */
-  optionalInt(key: string): number | null {
-    return this.json[key] === null || this.json[key] === undefined ? null : this.int(key, 1);
+  optionalInt(key: string, max?: number): number | null {
+    return this.json[key] === null || this.json[key] === undefined ? null : this.int(key, 1, max);
   }
 
   count(key: string, fallback: number): number {
@@ -459,8 +476,13 @@ class FieldReader {
   }
 }
 
+/** Real config.json / generation_config.json files are a few KiB. */
+const MAX_CONFIG_BYTES = 16 << 20;
+
 function readJson(file: string, fix: string): unknown {
   if (!existsSync(file)) throw new CheckpointError('FILE_MISSING', file, 'file does not exist', fix);
+  const size = statSync(file).size;
+  if (size > MAX_CONFIG_BYTES) throw new CheckpointError('BAD_CONFIG', file, `file is ${size} bytes; a config file is at most ${MAX_CONFIG_BYTES}`, fix);
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {

@@ -8,8 +8,8 @@ import { type ModelConfig, readModelConfig, writeModelConfig } from './config.js
 import { CheckpointError } from './errors.js';
 import { Gpt2Model } from './gpt2.js';
 import { LlamaModel } from './llama.js';
-import { readShardedSafetensors, type Tensor as StoredTensor, type WritableTensor, writeSafetensors } from './safetensors.js';
-import type { CausalLM } from './transformer.js';
+import { readShardedSafetensors, readShardedSafetensorsHeader, type WritableTensor, writeSafetensors } from './safetensors.js';
+import type { CausalLM, ParamSpec } from './transformer.js';
 
 /** A model of `config`'s architecture with uninitialised (zero) parameters. */
 export function createModel(config: ModelConfig): CausalLM {
@@ -29,51 +29,79 @@ function canonicalName(key: string, config: ModelConfig): string {
   return key;
 }
 
-/** Loads config.json + safetensors weights of a HF model folder. Errors name the offending file. */
+/** The parameters a config implies (names, shapes), computed without allocating them. */
+export function paramSpecsOf(config: ModelConfig): ParamSpec[] {
+  const proto = (config.arch === 'llama' ? LlamaModel : Gpt2Model).prototype as unknown as { paramSpecs(this: { config: ModelConfig }): ParamSpec[] };
+  return proto.paramSpecs.call({ config });
+}
+
+/**
+ * Loads config.json + safetensors weights of a HF model folder. Errors name the offending file.
+ * The weights' headers are checked against the config before any parameter is allocated (a
+ * config.json claiming a huge model next to small weights is an error, not an out-of-memory
+ * crash), and NaN or infinite weights are refused.
+ */
 export function loadModel(dir: string): CausalLM {
   const config = readModelConfig(dir);
-  const model = createModel(config);
   const weightsFile = existsSync(join(dir, 'model.safetensors')) ? join(dir, 'model.safetensors') : join(dir, 'model.safetensors.index.json');
-  const stored = readShardedSafetensors(dir);
-  const byName = new Map<string, StoredTensor>();
-  for (const [key, t] of stored) {
+  const headers = readShardedSafetensorsHeader(dir);
+  const specs = new Map(paramSpecsOf(config).map((s) => [s.name, s]));
+  const keyOf = new Map<string, string>();
+  for (const [key, entry] of headers) {
     if (ignorable(key, config)) continue;
     const name = canonicalName(key, config);
-    if (!model.params.has(name)) {
+    const spec = specs.get(name);
+    if (spec === undefined) {
       throw new CheckpointError(
         'BAD_CONFIG',
-        weightsFile,
+        entry.file,
         `tensor "${key}" is not a parameter of a ${config.modelType} model with this config.json`,
         'check that config.json belongs to these weights',
       );
     }
-    byName.set(name, t);
+    if (entry.shape.join() !== spec.shape.join()) {
+      throw new CheckpointError(
+        'SHAPE_MISMATCH',
+        entry.file,
+        `"${name}" has shape [${entry.shape}] but config.json implies [${spec.shape}]`,
+        'check that config.json belongs to these weights',
+      );
+    }
+    if (!entry.dtype.startsWith('F') && entry.dtype !== 'BF16') {
+      throw new CheckpointError(
+        'UNSUPPORTED_DTYPE',
+        entry.file,
+        `"${name}" is stored as ${entry.dtype}, not a float type`,
+        're-export the weights as F32/F16/BF16',
+      );
+    }
+    keyOf.set(name, key);
   }
-  for (const [name, p] of model.params) {
-    const t = byName.get(name);
-    if (t === undefined)
+  for (const name of specs.keys()) {
+    if (!keyOf.has(name)) {
       throw new CheckpointError(
         'MISSING_TENSOR',
         weightsFile,
         `parameter "${name}" is missing`,
         'the checkpoint is incomplete or belongs to another architecture',
       );
-    if (t.shape.join() !== p.shape.join()) {
+    }
+  }
+  const model = createModel(config);
+  const stored = readShardedSafetensors(dir);
+  for (const [name, p] of model.params) {
+    const key = keyOf.get(name) as string;
+    const data = stored.get(key)?.data as Float32Array;
+    const bad = data.findIndex((x) => !Number.isFinite(x));
+    if (bad >= 0) {
       throw new CheckpointError(
-        'SHAPE_MISMATCH',
-        weightsFile,
-        `"${name}" has shape [${t.shape}] but config.json implies [${p.shape}]`,
-        'check that config.json belongs to these weights',
+        'CORRUPT',
+        headers.get(key)?.file ?? weightsFile,
+        `tensor "${key}" holds ${data[bad]} at element ${bad}: weights must be finite`,
+        're-download or re-export the checkpoint (a diverged training run saves NaN weights)',
       );
     }
-    if (!(t.data instanceof Float32Array))
-      throw new CheckpointError(
-        'UNSUPPORTED_DTYPE',
-        weightsFile,
-        `"${name}" is stored as ${t.dtype}, not a float type`,
-        're-export the weights as F32/F16/BF16',
-      );
-    p.data.set(t.data);
+    p.data.set(data);
   }
   return model;
 }

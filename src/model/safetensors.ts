@@ -79,12 +79,7 @@ export function readShardedSafetensors(dir: string): Map<string, Tensor> {
   const single = join(dir, 'model.safetensors');
   if (existsSync(single)) return readSafetensors(single);
   const indexFile = join(dir, 'model.safetensors.index.json');
-  if (!existsSync(indexFile)) {
-    const fix = existsSync(join(dir, 'pytorch_model.bin'))
-      ? 'this folder only has pytorch_model.bin; re-save the model with save_pretrained(dir, safe_serialization=True)'
-      : 'point to a Hugging Face model folder that contains safetensors weights';
-    throw new CheckpointError('FILE_MISSING', single, 'neither model.safetensors nor model.safetensors.index.json exists', fix);
-  }
+  if (!existsSync(indexFile)) throw noWeights(dir);
   const weightMap = readWeightMap(indexFile);
   const tensors = new Map<string, Tensor>();
   const shardOf = new Map<string, string>();
@@ -110,6 +105,24 @@ export function readShardedSafetensors(dir: string): Map<string, Tensor> {
 }
 
 /**
+ * The headers of `dir/model.safetensors` or of every shard its index names, without reading any
+ * tensor data: what a loader checks against the config before allocating parameters.
+ */
+export function readShardedSafetensorsHeader(dir: string): Map<string, TensorEntry & { file: string }> {
+  const single = join(dir, 'model.safetensors');
+  const indexFile = join(dir, 'model.safetensors.index.json');
+  if (!existsSync(single) && !existsSync(indexFile)) throw noWeights(dir);
+  const files = existsSync(single) ? [single] : [...new Set(Object.values(readWeightMap(indexFile)))].sort().map((s) => join(dir, s));
+  const out = new Map<string, TensorEntry & { file: string }>();
+  for (const file of files) {
+    if (!existsSync(file))
+      throw new CheckpointError('FILE_MISSING', file, `shard listed in ${indexFile} does not exist`, `download ${basename(file)} into ${dir}`);
+    for (const [name, entry] of readSafetensorsHeader(file).tensors) if (!out.has(name)) out.set(name, { ...entry, file });
+  }
+  return out;
+}
+
+/**
  * Writes tensors with keys sorted and the header padded to 8 bytes. Atomic: a failure at any
  * point (bad tensor, full disk) leaves an existing `file` untouched and no temp file behind.
  */
@@ -121,6 +134,13 @@ export function writeSafetensors(
   const entries = [...(tensors instanceof Map ? tensors : Object.entries(tensors))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const header = encodeHeader(file, entries, metadata);
   writeFileAtomic(file, tensorChunks(file, header, entries));
+}
+
+function noWeights(dir: string): CheckpointError {
+  const fix = existsSync(join(dir, 'pytorch_model.bin'))
+    ? 'this folder only has pytorch_model.bin; re-save the model with save_pretrained(dir, safe_serialization=True)'
+    : 'point to a Hugging Face model folder that contains safetensors weights';
+  return new CheckpointError('FILE_MISSING', join(dir, 'model.safetensors'), 'neither model.safetensors nor model.safetensors.index.json exists', fix);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -87,8 +87,10 @@ export class TextTokenizer {
     config.clean_up_tokenization_spaces ??= false;
 
     let tokenizer: Tokenizer;
+    const tokenizerJson = parseObject(files.get('tokenizer.json'), tokenizerFile);
+    checkTokenizerShape(tokenizerJson, tokenizerFile);
     try {
-      tokenizer = new Tokenizer(parseObject(files.get('tokenizer.json'), tokenizerFile), config);
+      tokenizer = new Tokenizer(tokenizerJson, config);
     } catch (err) {
       throw new CheckpointError(
         'CORRUPT',
@@ -222,6 +224,30 @@ function chatTemplateSource(
     if (typeof named?.template === 'string') return { template: named.template, file };
   }
   return { template: null, file };
+}
+
+/**
+ * The parts of tokenizer.json the tokenizers library trusts without checking: a wrong type there
+ * would load "fine" and fail (or silently mis-tokenise) at the first encode.
+ */
+function checkTokenizerShape(json: Record<string, unknown>, file: string): void {
+  const bad = (problem: string) => new CheckpointError('CORRUPT', file, problem, 're-save the tokenizer with a recent transformers');
+  const model = json.model;
+  if (typeof model !== 'object' || model === null || Array.isArray(model)) throw bad('"model" is missing or not an object');
+  const vocab = (model as { vocab?: unknown }).vocab;
+  if (typeof vocab !== 'object' || vocab === null) throw bad('"model.vocab" is missing or not an object (or list)');
+  const ids = Array.isArray(vocab) ? [] : Object.values(vocab);
+  if (!ids.every((id) => Number.isSafeInteger(id) && (id as number) >= 0))
+    throw bad('"model.vocab" maps tokens to something other than non-negative integer ids');
+  const added = json.added_tokens;
+  if (added !== undefined && added !== null) {
+    const ok =
+      Array.isArray(added) &&
+      added.every((t) => typeof t === 'object' && t !== null && typeof t.content === 'string' && Number.isSafeInteger(t.id) && t.id >= 0);
+    if (!ok) throw bad('"added_tokens" is not a list of {id, content} entries');
+  }
+  const merges = (model as { merges?: unknown }).merges;
+  if (merges !== undefined && merges !== null && !Array.isArray(merges)) throw bad('"model.merges" is not a list');
 }
 
 function parseObject(text: string | undefined, file: string): Record<string, unknown> {

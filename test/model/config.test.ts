@@ -265,7 +265,7 @@ describe('parseModelConfig errors', () => {
           torch_dtype: 'float64',
         }),
       'BAD_CONFIG',
-      'config.json: invalid fields: hidden_size: got "big", expected a positive integer; num_key_value_heads: got 4, expected a divisor of num_attention_heads (6); tie_word_embeddings: got "yes", expected true or false; eos_token_id: got [], expected a token id, a non-empty list of token ids, or null; torch_dtype: got "float64", expected "float32" or "float16" or "bfloat16"; rms_norm_eps: got -1, expected a positive number — fix these keys in config.json',
+      'config.json: invalid fields: hidden_size: got "big", expected a positive integer ≤ 131072; num_key_value_heads: got 4, expected a divisor of num_attention_heads (6); tie_word_embeddings: got "yes", expected true or false; eos_token_id: got [], expected a token id, a non-empty list of token ids, or null; torch_dtype: got "float64", expected "float32" or "float16" or "bfloat16"; rms_norm_eps: got -1, expected a positive number — fix these keys in config.json',
     );
   });
 
