@@ -11,10 +11,10 @@
  *   coop-python  data/coding/coop-python.{train,eval}.jsonl, generated helper + main problems
  *                (scripts/build-coding-data.ts; see data/coding/README.md).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gunzipSync } from 'node:zlib';
+import { readDatasetText } from '../dataset-file.js';
 
 export interface CodingItem {
   task_id: string;
@@ -32,7 +32,7 @@ export interface CodingItem {
   main_solution?: string;
 }
 
-export type CodingDataErrorCode = 'FILE_MISSING' | 'BAD_JSON' | 'BAD_ROW' | 'EMPTY';
+export type CodingDataErrorCode = 'FILE_MISSING' | 'BAD_FILE' | 'BAD_JSON' | 'BAD_ROW' | 'EMPTY';
 
 /** A dataset file problem, naming the file and (when known) the 1-based line. */
 export class CodingDataError extends Error {
@@ -55,8 +55,9 @@ const OPTIONAL = ['canonical_solution', 'aux_solution', 'main_solution'] as cons
 /** Reads a HumanEval-format JSONL file (`.jsonl` or `.jsonl.gz`); blank lines are skipped, other fields ignored. */
 export function loadCodingJsonl(file: string): CodingItem[] {
   if (!existsSync(file)) throw new CodingDataError('FILE_MISSING', file, null, 'no such file', 'check the path');
-  const bytes = readFileSync(file);
-  const text = (file.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8').replace(/^\uFEFF/, '');
+  const read = readDatasetText(file);
+  if (!('text' in read)) throw new CodingDataError('BAD_FILE', file, read.line, read.problem, read.fix);
+  const { text } = read;
   const items: CodingItem[] = [];
   for (const [i, raw] of text.split('\n').entries()) {
     if (raw.trim() === '') continue;

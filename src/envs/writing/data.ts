@@ -4,8 +4,8 @@
  * `{rows: [...]}` as the datasets server returns, each row bare or as `{row: {...}}`). A `.gz`
  * suffix is gunzipped first. Every other field of a row is kept.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
+import { existsSync } from 'node:fs';
+import { readDatasetText } from '../dataset-file.js';
 import { pySplit } from './text-stats.js';
 
 export interface TldrItem {
@@ -50,8 +50,9 @@ export function loadWritingItems(file: string, field: 'abstract_text'): ArxivIte
 export function loadWritingItems(file: string, field?: WritingField): (TldrItem | ArxivItem)[];
 export function loadWritingItems(file: string, field?: WritingField): (TldrItem | ArxivItem)[] {
   if (!existsSync(file)) throw new WritingDataError('FILE_MISSING', file, null, 'no such file', 'check the path');
-  const bytes = readFileSync(file);
-  const text = (file.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8').replace(/^\uFEFF/, '');
+  const read = readDatasetText(file);
+  if (!('text' in read)) return fail('BAD_FILE', file, read.line === null ? null : `line ${read.line}`, read.problem, read.fix);
+  const { text } = read;
   const base = file.replace(/\.gz$/, '');
   const rows = /\.(jsonl|ndjson)$/.test(base)
     ? jsonlRows(file, text)
