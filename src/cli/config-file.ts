@@ -2,7 +2,7 @@
  * Reads a run config file: YAML with positions, `--set a.b=c` overrides (values parsed as YAML
  * scalars), validation of every key in one pass, and errors that point at file:line:col.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { type Document, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parse, parseDocument } from 'yaml';
 import { ConfigError, type ConfigIssue } from '../rl/config.js';
 import { checkRunConfig, type RunConfig } from './run-config.js';
@@ -47,10 +47,31 @@ export function parseSet(expr: string): { path: Segment[]; value: unknown } {
   }
 }
 
+/** A run config is a page of YAML; anything this big is a wrong file or an attack. */
+export const MAX_CONFIG_BYTES = 1 << 20;
+/** Alias expansions allowed when building the config (the yaml package's default, made explicit): stops "billion laughs" anchor bombs. */
+export const MAX_YAML_ALIASES = 100;
+
+/** The file's text, or a ConfigFileError: missing, too large, or not UTF-8. */
+function readConfigText(file: string): string {
+  const fail = (message: string, where = file): never => {
+    throw new ConfigFileError(file, [{ path: '(file)', where, message }]);
+  };
+  if (!existsSync(file)) fail('no such file');
+  const size = statSync(file).size;
+  if (size > MAX_CONFIG_BYTES) fail(`file is ${size} bytes; a run config is at most ${MAX_CONFIG_BYTES}`);
+  const bytes = readFileSync(file);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return fail('not valid UTF-8 text: save the config as UTF-8');
+  }
+}
+
 /** Loads, overrides and validates; throws ConfigFileError listing every problem with its position. */
 export function loadRunConfig(file: string, sets: readonly string[] = []): { config: RunConfig; raw: Record<string, unknown> } {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(readFileSync(file, 'utf8'), { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(readConfigText(file), { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length) {
     throw new ConfigFileError(
       file,
@@ -67,7 +88,19 @@ export function loadRunConfig(file: string, sets: readonly string[] = []): { con
   }
   const overrides = sets.map((s) => ({ expr: s, ...parseSet(s) }));
   for (const o of overrides) doc.setIn(o.path, doc.createNode(o.value));
-  const raw = doc.toJS() as Record<string, unknown>;
+  let raw: Record<string, unknown>;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_YAML_ALIASES }) as Record<string, unknown>;
+  } catch (e) {
+    const message = /alias/i.test((e as Error).message)
+      ? `too many alias expansions (YAML anchor bomb?): at most ${MAX_YAML_ALIASES} are allowed`
+      : `cannot be read as data: ${(e as Error).message}`;
+    throw new ConfigFileError(file, [{ path: '(yaml)', where: `${file}:1:1`, message }]);
+  }
+  const loop = cyclePath(raw);
+  if (loop !== null) {
+    throw new ConfigFileError(file, [{ path: loop, where: `${file}:${position(doc, lineCounter, loop)}`, message: 'refers to itself through a YAML alias (&x … *x): a config is a tree, not a loop' }]);
+  }
   const { config, issues } = checkRunConfig(raw);
   if (config) return { config, raw };
   const located = issues.map((i) => {
@@ -78,6 +111,19 @@ export function loadRunConfig(file: string, sets: readonly string[] = []): { con
   const key = (w: string) => (w.startsWith('--set') ? [1e9, 0] : w.split(':').slice(-2).map(Number));
   located.sort((a, b) => key(a.where)[0] - key(b.where)[0] || key(a.where)[1] - key(b.where)[1]);
   throw new ConfigFileError(file, located);
+}
+
+/** The dotted key path of the first value that contains itself (a recursive alias), or null. */
+function cyclePath(value: unknown, path: string[] = [], open = new Set<object>()): string | null {
+  if (typeof value !== 'object' || value === null) return null;
+  if (open.has(value)) return path.join('.') || '(root)';
+  open.add(value);
+  for (const [k, v] of Object.entries(value)) {
+    const found = cyclePath(v, [...path, k], open);
+    if (found !== null) return found;
+  }
+  open.delete(value);
+  return null;
 }
 
 /** line:col of the deepest node on a dotted key path (the key itself when it exists). */

@@ -10,8 +10,25 @@ import { applyTrlNames, type TrlConfigNames, trlNote, withTrlNames } from './trl
 const posInt = () => z.number().int().min(1);
 const nonNegInt = () => z.number().int().min(0);
 
+/**
+ * Upper bounds on keys that size allocations (sampling batches, KV caches, rollout trees, loaded
+ * agents): far above any sensible run, low enough that a typo such as `num_generations: 1e9` is a
+ * config error instead of an out-of-memory crash minutes later.
+ */
+export const CONFIG_LIMITS = {
+  agents: 64,
+  generations: 4096,
+  turns: 64,
+  newTokens: 1 << 17,
+  buffer: 1 << 16,
+  ppoEpochs: 1000,
+  loraRank: 4096,
+  /** Joint actions of one item's rollout tree, Σ_t K^t (K = G aligned, G^N cross). */
+  treeActions: 1 << 20,
+} as const;
+
 export const LoraSchema = z.strictObject({
-  r: posInt().describe('LoRA rank'),
+  r: posInt().max(CONFIG_LIMITS.loraRank).describe('LoRA rank'),
   alpha: z.number().positive().describe('LoRA scale numerator (update × alpha / r)'),
   target_modules: z.array(z.string()).min(1).describe('projection names that get adapters, e.g. [q_proj, v_proj] or [c_attn]'),
 });
@@ -27,12 +44,18 @@ export const MagrpoConfigSchema = z
   .strictObject({
     // --- data and schedule
     num_train_epochs: posInt().default(20).describe('passes over the training set'),
-    num_agents: posInt().default(2).describe('N, agents in the team (1 = single-agent GRPO)'),
-    num_generations: z.number().int().min(2).default(4).describe('G, completions each agent samples per tree node (group baseline needs ≥ 2)'),
-    num_turns: posInt().default(1).describe('T, turns per episode; > 1 needs a transition. (magrpo) default 1, the reference has 2'),
+    num_agents: posInt().max(CONFIG_LIMITS.agents).default(2).describe('N, agents in the team (1 = single-agent GRPO)'),
+    num_generations: z
+      .number()
+      .int()
+      .min(2)
+      .max(CONFIG_LIMITS.generations)
+      .default(4)
+      .describe('G, completions each agent samples per tree node (group baseline needs ≥ 2)'),
+    num_turns: posInt().max(CONFIG_LIMITS.turns).default(1).describe('T, turns per episode; > 1 needs a transition. (magrpo) default 1, the reference has 2'),
     seed: nonNegInt().default(0).describe('(magrpo) seeds sampling, buffer shuffles and initialisation'),
     // --- sampling
-    max_new_tokens: posInt().default(256).describe('generation length cap per completion'),
+    max_new_tokens: posInt().max(CONFIG_LIMITS.newTokens).default(256).describe('generation length cap per completion'),
     stop_strings: z
       .array(z.string().min(1))
       .default([])
@@ -59,7 +82,7 @@ export const MagrpoConfigSchema = z
       .default('sequence_sum')
       .describe('(magrpo) per-sequence log-prob: sum (MAGRPO), mean over tokens, or sum / max_new_tokens (Dr. GRPO)'),
     ppo_clip_eps: z.number().positive().nullable().default(null).describe('(magrpo) PPO ratio clipping ε (null = plain policy gradient)'),
-    ppo_epochs: posInt().default(1).describe('(magrpo) passes over each drained buffer (> 1 re-uses rollouts)'),
+    ppo_epochs: posInt().max(CONFIG_LIMITS.ppoEpochs).default(1).describe('(magrpo) passes over each drained buffer (> 1 re-uses rollouts)'),
     reference_kl_enabled: z.boolean().default(false).describe('penalise divergence from a frozen copy of the initial policy'),
     reference_kl_coef: z.number().min(0).default(0.1).describe('β of the reference KL'),
     reference_kl_mode: z
@@ -93,14 +116,14 @@ export const MagrpoConfigSchema = z
     lr_scheduler: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('(magrpo) learning-rate schedule over optimizer steps'),
     warmup_steps: nonNegInt().default(0).describe('(magrpo) linear warmup steps'),
     lora: LoraSchema.nullable().default(null).describe('(magrpo) train LoRA adapters instead of full weights (null = full fine-tuning)'),
-    rollout_buffer_size: posInt().default(2).describe('node samples per agent before an update'),
-    train_batch_size: posInt().nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
+    rollout_buffer_size: posInt().max(CONFIG_LIMITS.buffer).default(2).describe('node samples per agent before an update'),
+    train_batch_size: posInt().max(CONFIG_LIMITS.buffer).nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
     // --- evaluation, logging, checkpoints
     eval_interval: nonNegInt().default(16).describe('evaluate every this many training items (0 = never)'),
     eval_num_samples: nonNegInt().default(4).describe('eval items per evaluation'),
     eval_batch_size: posInt().default(1).describe('eval loader batch (kept for compatibility; eval items are batched per turn)'),
     eval_sampling: z.enum(['sampled', 'greedy']).default('sampled').describe('(magrpo) eval decoding; the reference samples'),
-    eval_samples_per_item: posInt().default(1).describe('(magrpo) episodes per eval item (pass@k needs k)'),
+    eval_samples_per_item: posInt().max(CONFIG_LIMITS.generations).default(1).describe('(magrpo) episodes per eval item (pass@k needs k)'),
     logging_steps: posInt().default(50).describe('minimum env-step gap between logged training entries'),
     save_steps: nonNegInt().default(0).describe('(magrpo) checkpoint every this many training items (0 = only at the end)'),
     output_dir: z.string().nullable().default(null).describe('(magrpo) run directory for checkpoints and metrics (null = no files)'),
@@ -114,6 +137,17 @@ export const MagrpoConfigSchema = z
       .describe('per-agent devices (length 1 or N); CPU only here'),
   })
   .superRefine((c, ctx) => {
+    const K = c.joint_mode.startsWith('cross') ? c.num_generations ** c.num_agents : c.num_generations;
+    let tree = 0;
+    for (let t = 1; t <= c.num_turns && tree <= CONFIG_LIMITS.treeActions; t++) tree += K ** t;
+    if (tree > CONFIG_LIMITS.treeActions) {
+      const what = K === c.num_generations ? `G^1 + … + G^T` : `K^1 + … + K^T with K = G^N = ${K}`;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['num_generations'],
+        message: `each item's rollout tree would have ${what} > ${CONFIG_LIMITS.treeActions} joint actions: lower num_generations or num_turns${K === c.num_generations ? '' : ', or use joint_mode aligned'}`,
+      });
+    }
     if (c.parallel_training === 'mp' && c.agent_devices === null) {
       ctx.addIssue({ code: 'custom', path: ['agent_devices'], message: 'parallel_training "mp" needs agent_devices (e.g. ["cpu", "cpu"])' });
     }
