@@ -99,7 +99,13 @@ export function loadRunConfig(file: string, sets: readonly string[] = []): { con
   }
   const loop = cyclePath(raw);
   if (loop !== null) {
-    throw new ConfigFileError(file, [{ path: loop, where: `${file}:${position(doc, lineCounter, loop)}`, message: 'refers to itself through a YAML alias (&x … *x): a config is a tree, not a loop' }]);
+    throw new ConfigFileError(file, [
+      {
+        path: loop,
+        where: `${file}:${position(doc, lineCounter, loop)}`,
+        message: 'refers to itself through a YAML alias (&x … *x): a config is a tree, not a loop',
+      },
+    ]);
   }
   const { config, issues } = checkRunConfig(raw);
   if (config) return { config, raw };

@@ -33,9 +33,17 @@ const CASES: Case[] = [
   ['max_new_tokens 2^40', `${head}trainer:\n  max_new_tokens: 1099511627776\n`, /trainer\.max_new_tokens/],
   ['rollout_buffer_size 1e12', `${head}trainer:\n  rollout_buffer_size: 1e12\n`, /trainer\.rollout_buffer_size/],
   ['lora rank 1e9', `${head}trainer:\n  lora: {r: 1000000000, alpha: 1, target_modules: [q_proj]}\n`, /trainer\.lora\.r/],
-  ['cross-mode tree explosion', `${head}trainer:\n  num_generations: 64\n  joint_mode: cross\n  num_turns: 3\n`, /trainer\.num_generations: each item's rollout tree would have/],
+  [
+    'cross-mode tree explosion',
+    `${head}trainer:\n  num_generations: 64\n  joint_mode: cross\n  num_turns: 3\n`,
+    /trainer\.num_generations: each item's rollout tree would have/,
+  ],
   ['num_turns 64 with G 4', `${head}trainer:\n  num_turns: 64\n`, /rollout tree would have G\^1 \+ … \+ G\^T/],
-  ['wrong types', `${head}trainer:\n  num_generations: "four"\n  temperature: [1]\n  joint_mode: 7\n`, /num_generations: got "four"[\s\S]*temperature[\s\S]*joint_mode/],
+  [
+    'wrong types',
+    `${head}trainer:\n  num_generations: "four"\n  temperature: [1]\n  joint_mode: 7\n`,
+    /num_generations: got "four"[\s\S]*temperature[\s\S]*joint_mode/,
+  ],
   ['negative and fractional', `${head}trainer:\n  seed: -1\n  num_train_epochs: 1.5\n`, /seed: got -1[\s\S]*num_train_epochs: got 1.5/],
   ['NaN and infinity', `${head}trainer:\n  temperature: .nan\n  agent_learning_rate: .inf\n`, /temperature[\s\S]*agent_learning_rate/],
   ['YAML anchor bomb', aliasBomb(), /too many alias expansions \(YAML anchor bomb\?\)/],
@@ -68,6 +76,9 @@ describe('bad run configs: one ConfigFileError each', () => {
   }
 
   it('a missing file', () => {
-    assert.throws(() => loadRunConfig(join(root, 'nope.yaml')), (e: unknown) => e instanceof ConfigFileError && /nope\.yaml: 1 problem[\s\S]*no such file/.test(e.message));
+    assert.throws(
+      () => loadRunConfig(join(root, 'nope.yaml')),
+      (e: unknown) => e instanceof ConfigFileError && /nope\.yaml: 1 problem[\s\S]*no such file/.test(e.message),
+    );
   });
 });

@@ -159,19 +159,25 @@ const MODEL_CASES: Case[] = [
   ],
   [
     'safetensors unknown dtype',
-    () => folder((d) => rewriteWeights(d, (h) => {
+    () =>
+      folder((d) =>
+        rewriteWeights(d, (h) => {
           h[firstWeight(d)[0]].dtype = 'F8_E4M3';
           return undefined;
-        })),
+        }),
+      ),
     'model.safetensors',
     /dtype F8_E4M3/,
   ],
   [
     'safetensors integer weights',
-    () => folder((d) => rewriteWeights(d, (h) => {
+    () =>
+      folder((d) =>
+        rewriteWeights(d, (h) => {
           h[firstWeight(d)[0]].dtype = 'I32';
           return undefined;
-        })),
+        }),
+      ),
     'model.safetensors',
     /stored as I32, not a float type/,
   ],
