@@ -62,6 +62,11 @@ const fluencyGuard = z
   .strictObject({
     zero_at: z.number().min(0).lt(1).default(0).describe('word validity (share of letters in real words) at and below which an agent’s factor is 0'),
     full_at: z.number().gt(0).max(1).describe('word validity at and above which an agent’s factor is 1 (linear in between)'),
+    distinct_2: z
+      .strictObject({ zero_at: z.number().min(0).lt(1), full_at: z.number().gt(0).max(1) })
+      .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
+      .optional()
+      .describe('also scale by a ramp on distinct-2 (unique word bigrams / bigrams): repeated phrases of real words'),
   })
   .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
   .nullable()
@@ -71,8 +76,9 @@ const fluencyGuard = z
   );
 const guardOption = (o: unknown) => {
   if (!o) return undefined;
-  const g = o as { zero_at?: number; full_at: number };
-  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at };
+  const g = o as { zero_at?: number; full_at: number; distinct_2?: { zero_at: number; full_at: number } };
+  const d2 = g.distinct_2 ? { zeroAt: g.distinct_2.zero_at, fullAt: g.distinct_2.full_at } : undefined;
+  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at, distinct2: d2 };
 };
 
 export const ENVIRONMENTS: readonly EnvEntry[] = [

@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Task } from '../../rl/task.js';
-import { wordValidity } from '../../text/fluency.js';
+import { distinctN, wordValidity } from '../../text/fluency.js';
 import type { Environment, EpisodeResult } from '../environment.js';
 import { type WritingSpec, writingBaselines } from './baselines.js';
 import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
@@ -44,12 +44,19 @@ export interface WritingEnvOptions {
 export interface FluencyGuard {
   zeroAt: number;
   fullAt: number;
+  /** Optionally also a ramp on distinct-2 (repeated phrases made of real words). */
+  distinct2?: { zeroAt: number; fullAt: number };
 }
+
+const ramp = (x: number, r: { zeroAt: number; fullAt: number }) => Math.min(1, Math.max(0, (x - r.zeroAt) / (r.fullAt - r.zeroAt)));
 
 /** The guard's factor in [0, 1] for one joint action (1 = fluent enough; see WritingEnvOptions). */
 export function fluencyFactor(completions: readonly string[], guard: FluencyGuard): number {
   let f = 1;
-  for (const c of completions) f *= Math.min(1, Math.max(0, (wordValidity(c) - guard.zeroAt) / (guard.fullAt - guard.zeroAt)));
+  for (const c of completions) {
+    f *= ramp(wordValidity(c), guard);
+    if (guard.distinct2) f *= ramp(distinctN(c, 2), guard.distinct2);
+  }
   return f;
 }
 

@@ -45,6 +45,16 @@ describe('fluency guard (env.options.fluency_guard)', () => {
     assert.equal(fluencyFactor([half], { zeroAt: 0, fullAt: 0.5 }), 1);
   });
 
+  it('with a distinct-2 ramp, repeated phrases of real words lose their reward', () => {
+    const loop = "I'll you. I don't you. I'll you? I don't you. I'll you. I'll do.";
+    const g = { ...GUARD, distinct2: { zeroAt: 0.7, fullAt: 0.95 } };
+    // the trigram rule of word validity already costs the exact loop part of its letters …
+    assert.ok(fluencyFactor([loop], GUARD) > 0.3, String(fluencyFactor([loop], GUARD)));
+    // … and the distinct-2 ramp takes the rest
+    assert.equal(fluencyFactor([loop], g), 0);
+    assert.equal(fluencyFactor([summary, detail], g), 1);
+  });
+
   it('is off by default: the paper reward, no extra component', async () => {
     const r = (await (tldrEnvironment().task().reward as RewardFn<TldrItem>)({ completions: ['EDESE SOSE', detail], prompts: ['', ''], item, turn: 0 })) as {
       reward: number;
