@@ -38,7 +38,10 @@ export function fluencyColumns<Item>(
   prose: boolean,
 ): Record<string, number> {
   const N = Math.max(0, ...results.map((r) => r.completions.length));
-  const formatters = formattersFor(task, N);
+  // A baseline with another team size (e.g. single_agent for a 2-agent task) was not prompted
+  // with the task's per-agent formatters: no reference NLL for it, the text columns still apply.
+  const f = task.formatters;
+  const formatters = Array.isArray(f) && f.length !== N ? null : formattersFor(task, N);
   const out: Record<string, number> = {};
   const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], distinct_2: [], repetition: [] };
   for (let i = 0; i < N; i++) {
@@ -47,7 +50,7 @@ export function fluencyColumns<Item>(
     const text = { word_validity: 0, distinct_2: 0, repetition: 0 };
     for (const r of results) {
       const completion = r.completions[i] ?? '';
-      const v = completionNll(lm, formatters[i](items[r.index]), completion);
+      const v = formatters ? completionNll(lm, formatters[i](items[r.index]), completion) : null;
       if (v !== null) nll.push(v);
       if (prose) {
         const f = textFluency(completion);
