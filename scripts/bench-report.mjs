@@ -27,6 +27,13 @@ function section(file, r) {
   const p = (s = '') => lines.push(s);
   p(`## ${r.machine.class}`);
   p();
+  if (r.complete === false) p(`**Incomplete run**: it was stopped after ${Object.keys(r.sizes).join(', ') || 'no size'}; the other sizes were not measured.\n`);
+  const busy = r.load_average.before[0] > 0.75 * r.machine.logical_cpus;
+  if (busy) {
+    p(
+      `**Busy machine**: the load average was ${r.load_average.before[0].toFixed(1)} on ${r.machine.logical_cpus} CPUs, so every wall-clock figure below is depressed and noisy; engines alternate, so their ratios are less affected than the absolute numbers. Re-run on an idle machine to replace this section.\n`,
+    );
+  }
   p(
     `- **Date**: ${r.date.slice(0, 16).replace('T', ' ')} UTC; load average ${r.load_average.before.map((x) => x.toFixed(2)).join(' / ')} before, ${r.load_average.after.map((x) => x.toFixed(2)).join(' / ')} after`,
   );

@@ -174,6 +174,40 @@ function runBench(flags: BenchFlags): void {
 
   const runnable = peers.filter((p) => p.runnable);
   const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput> }> = {};
+  const report = (complete: boolean) => ({
+    schema: 2,
+    complete,
+    date: new Date().toISOString(),
+    command: `magrpo bench ${process.argv.slice(3).join(' ')}`.trim(),
+    machine: {
+      class: machineClass(doctor),
+      cpu: doctor.cpu.model,
+      isa: doctor.cpu.isa,
+      logical_cpus: doctor.cpu.logicalCpus,
+      blas: `${doctor.blas.library ?? '?'}${doctor.blas.version ? ` (OpenBLAS ${doctor.blas.version})` : ''}`,
+      blas_core: core,
+      os: `${process.platform} ${release()}`,
+      node: process.version,
+    },
+    threads,
+    rounds,
+    reps,
+    load_average: { before: loadBefore, after: loadavg() },
+    doctor,
+    matmul_gflops: matmul,
+    sgemm_limit_gflops: sgemmRate,
+    sgemm_limit: sgemmRateHow,
+    engines: [
+      { id: 'magrpo', name: 'magrpo (native backend)', found: true, runnable: true, settings: ourSettings },
+      ...peers.map((p) => ({ ...p, variants: p.variants.map((v) => v.label) })),
+    ],
+    sizes: Object.fromEntries(
+      Object.entries(results).map(([size, r]) => [
+        size,
+        { model: SIZES[size].label, params: r.magrpo.params, flops_per_token: flopsPerToken(SIZES[size].hf), ...r },
+      ]),
+    ),
+  });
   for (const size of sizes) {
     const mine: ChildReport[] = [];
     const theirs = new Map<string, ChildReport[]>();
@@ -195,52 +229,22 @@ function runBench(flags: BenchFlags): void {
       peerResults[p.id] = { ...bestOf(variants), settings: first?.settings };
     }
     results[size] = { magrpo: throughput(mine), peers: peerResults };
+    // An interrupted run keeps the sizes it finished (marked incomplete).
+    if (flags.out && size !== sizes.at(-1)) save(flags.out, report(false));
   }
-  const loadAfter = loadavg();
-
-  const out = {
-    schema: 2,
-    date: new Date().toISOString(),
-    command: `magrpo bench ${process.argv.slice(3).join(' ')}`.trim(),
-    machine: {
-      class: machineClass(doctor),
-      cpu: doctor.cpu.model,
-      isa: doctor.cpu.isa,
-      logical_cpus: doctor.cpu.logicalCpus,
-      blas: `${doctor.blas.library ?? '?'}${doctor.blas.version ? ` (OpenBLAS ${doctor.blas.version})` : ''}`,
-      blas_core: core,
-      os: `${process.platform} ${release()}`,
-      node: process.version,
-    },
-    threads,
-    rounds,
-    reps,
-    load_average: { before: loadBefore, after: loadAfter },
-    doctor,
-    matmul_gflops: matmul,
-    sgemm_limit_gflops: sgemmRate,
-    sgemm_limit: sgemmRateHow,
-    engines: [
-      { id: 'magrpo', name: 'magrpo (native backend)', found: true, runnable: true, settings: ourSettings },
-      ...peers.map((p) => ({ ...p, variants: p.variants.map((v) => v.label) })),
-    ],
-    sizes: Object.fromEntries(
-      Object.entries(results).map(([size, r]) => [
-        size,
-        { model: SIZES[size].label, params: r.magrpo.params, flops_per_token: flopsPerToken(SIZES[size].hf), ...r },
-      ]),
-    ),
-  };
-  if (flags.out) {
-    mkdirSync(dirname(flags.out), { recursive: true });
-    writeFileSync(flags.out, `${JSON.stringify(out, null, 1)}\n`);
-    log(`wrote ${flags.out}`);
-  }
+  const out = report(true);
+  if (flags.out) save(flags.out, out);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
   printTables(out, peers, flags.torch);
+}
+
+function save(file: string, out: object): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(out, null, 1)}\n`);
+  process.stderr.write(`[bench] wrote ${file}\n`);
 }
 
 type BenchOutput = {

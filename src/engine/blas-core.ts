@@ -85,7 +85,9 @@ export function chooseCore(defaultProbe: CoreProbe, candidates: readonly CorePro
     const tried = candidates.map((p) => p.requested).join(', ');
     return {
       core: null,
-      reason: tried ? `kept OpenBLAS's own core ${own}: no usable faster core among ${tried}` : `OpenBLAS's own core ${own} is the best for this CPU`,
+      reason: tried
+        ? `kept OpenBLAS's own core ${own}: no usable faster core among ${tried}`
+        : `OpenBLAS picks ${own}, the first-ranked core for this CPU's ISA`,
       warnings,
     };
   }

@@ -300,7 +300,7 @@ export function formatDoctor(r: DoctorReport): string[] {
     const ceiling = r.peakPerCore.gflops * s.threads;
     lines.push([
       `sgemm ${s.threads} thr`,
-      `${s.gflops.toFixed(1)} GFLOP/s (${s.shape})${ceiling > 0 ? `, ${f0((100 * s.gflops) / ceiling)}% of ${s.threads} × ceiling` : ''}`,
+      `${s.gflops.toFixed(1)} GFLOP/s wall clock (${s.shape})${ceiling > 0 ? `, ${f0((100 * s.gflops) / ceiling)}% of ${s.threads} × ceiling` : ''}`,
     ]);
   }
   if (r.peakPerCore.gflops > 0)

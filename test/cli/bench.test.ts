@@ -55,6 +55,13 @@ describe('magrpo bench', () => {
   });
 });
 
+describe('docs/benchmarks.md', () => {
+  it('is what scripts/bench-report.mjs makes of bench/results', () => {
+    const r = spawnSync(process.execPath, [join(root, 'scripts', 'bench-report.mjs'), '--check'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+  });
+});
+
 describe('bench peers', () => {
   it("reports each peer as found or not, with the reason, and Debian PyTorch's BLAS-thread variants", () => {
     const peers = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH });
