@@ -1,11 +1,12 @@
 /**
- * Starts one runner process (runner.ts) and collects what it says: the only place that spawns.
+ * Starts one runner process (runner.ts) and collects what it says: the only place that starts
+ * sandboxed code.
  *
  * Per launch: a fresh empty temp dir as cwd and HOME (a private tmpfs inside bwrap; otherwise a
  * host temp dir owned by the sandbox uid, removed afterwards), a minimal environment, stdin closed
  * unless given, stdout/stderr capped, a wall-clock timer that SIGKILLs the whole process group, the
- * payload on fd 3, the asserts on fd 5 (read by the supervisor only after the worker is forked)
- * and the verdict events on fd 4.
+ * payload on fd 3, the asserts on fd 5 (read by the supervisor only after the worker is forked),
+ * the runner itself on fd 6, and the verdict events on fd 4.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
