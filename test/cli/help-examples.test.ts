@@ -171,7 +171,8 @@ describe('help examples run as written', () => {
   it('schema, sample, init', async () => {
     const ws = workspace('basic', ['small', 'micro']);
     for (const line of examples(help.schema)) await runExample(line, ws, () => []);
-    assert.equal(readFileSync(join(ws, 'configs', 'schema.json'), 'utf8'), readFileSync(join(ROOT, 'configs', 'schema.json'), 'utf8'));
+    // (that the committed configs/schema.json equals this output is checked in config-file.test.ts)
+    assert.equal(JSON.parse(readFileSync(join(ws, 'configs', 'schema.json'), 'utf8')).title, 'magrpo run config');
     const samples = [];
     for (const line of examples(help.sample)) samples.push(...(await runExample(line, ws, () => [])));
     assert.match(samples[0].stdout, /^Call me Ishmael\./);
