@@ -53,14 +53,59 @@ export function samplingParams(c: MagrpoConfig, greedy = false): SamplingParams 
   return { maxNewTokens: c.max_new_tokens, stopStrings: c.stop_strings, temperature: greedy ? 0 : c.temperature, topK: c.top_k, topP: c.top_p };
 }
 
-/** The prompt agent i sees: formatter(item) at turn 0; later the transition's prompt, re-formatted. */
+/**
+ * The prompt agent i sees: formatter(item) at turn 0; later the transition's prompt, re-formatted.
+ * A formatter that throws or returns anything but a string is a TaskError naming it and the item.
+ */
 export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, item: Item, external: string | null): string {
-  if (external === null) return ctx.formatters[agent](item);
-  if (ctx.config.external_prompt_passthrough) return external;
-  // As the reference: the formatter sees a copy of the item whose `prompt` is the external prompt.
-  const copy =
-    typeof item === 'object' && item !== null ? ({ ...item, prompt: external, _original_prompt: (item as { prompt?: unknown }).prompt } as Item) : item;
-  return ctx.formatters[agent](copy, external);
+  if (external !== null && ctx.config.external_prompt_passthrough) return external;
+  // As the reference: later turns' formatters see a copy of the item whose `prompt` is the external prompt.
+  const arg =
+    external !== null && typeof item === 'object' && item !== null
+      ? ({ ...item, prompt: external, _original_prompt: (item as { prompt?: unknown }).prompt } as Item)
+      : item;
+  const where = `agent ${agent}, item ${ctx.itemIndex}`;
+  let prompt: unknown;
+  try {
+    prompt = external === null ? ctx.formatters[agent](arg) : ctx.formatters[agent](arg, external);
+  } catch (e) {
+    throw new TaskError('formatters', `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (typeof prompt !== 'string') {
+    const got = prompt instanceof Promise ? 'a Promise (formatters must be synchronous)' : `${describe(prompt)}`;
+    throw new TaskError('formatters', `returned ${got} on ${where}; a formatter returns the prompt string`);
+  }
+  return prompt;
+}
+
+/** A short, safe description of a value a callback returned (never its full contents). */
+function describe(v: unknown): string {
+  if (v === null || v === undefined || typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.slice(0, 40))}${v.length > 40 ? '…' : ''}`;
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  return `a ${typeof v === 'object' ? (v.constructor?.name ?? 'object') : typeof v}`;
+}
+
+/** Default seconds an async callback may take: a reward that never settles must not stall training silently. */
+export const DEFAULT_CALLBACK_TIMEOUT_S = 600;
+
+/** Awaits a callback's result, turning a throw, or no answer within the task's timeout, into a TaskError. */
+async function settle<T>(ctx: RolloutContext<unknown>, name: string, where: string, f: () => T | Promise<T>): Promise<T> {
+  const seconds = ctx.task.callbackTimeoutSeconds ?? DEFAULT_CALLBACK_TIMEOUT_S;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const value = f();
+    if (!(value instanceof Promise)) return value;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new TaskError(name, `did not settle within ${seconds} s on ${where} (Task.callbackTimeoutSeconds)`)), seconds * 1000);
+    });
+    return await Promise.race([value, timeout]);
+  } catch (e) {
+    if (e instanceof TaskError && e.field === name) throw e;
+    throw new TaskError(name, `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Builds and scores the whole tree of one item; returns the root. */
@@ -166,33 +211,31 @@ export async function computeReward<Item>(
   input: RewardInput<Item>,
 ): Promise<{ reward: number; components: Record<string, number> }> {
   const where = `item ${ctx.itemIndex}, turn ${input.turn}`;
-  const call = async <T>(name: string, f: () => T | Promise<T>): Promise<T> => {
-    try {
-      return await f();
-    } catch (e) {
-      throw new TaskError(name, `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  };
+  const call = <T>(name: string, f: () => T | Promise<T>): Promise<T> => settle(ctx as RolloutContext<unknown>, name, where, f);
   let reward: number;
   let components: Record<string, number> = {};
   const r = ctx.task.reward;
   if (typeof r === 'function') {
     const v = await call('reward', () => r(input));
-    reward = typeof v === 'number' ? v : v?.reward;
-    components = typeof v === 'number' ? {} : (v?.components ?? {});
+    reward = typeof v === 'number' ? v : ((v as { reward?: number } | null)?.reward as number);
+    components = typeof v === 'number' ? {} : ((v as { components?: Record<string, number> } | null)?.components ?? {});
+    if (typeof v !== 'number' && (typeof v !== 'object' || v === null || typeof components !== 'object' || components === null))
+      throw new TaskError('reward', `returned ${describe(v)} on ${where}; return a number or {reward, components}`);
   } else {
     reward = 0;
     for (const c of r) {
       const v = await call(`reward component "${c.name}"`, () => c.fn(input));
       if (typeof v !== 'number' || !Number.isFinite(v))
-        throw new TaskError(`reward component "${c.name}"`, `returned ${String(v)} on ${where}; rewards must be finite numbers`);
+        throw new TaskError(`reward component "${c.name}"`, `returned ${describe(v)} on ${where}; rewards must be finite numbers`);
       components[c.name] = v;
       reward += c.weight * v;
     }
   }
   if (typeof reward !== 'number' || !Number.isFinite(reward))
-    throw new TaskError('reward', `returned ${String(reward)} on ${where}; rewards must be finite numbers`);
-  for (const [k, v] of Object.entries(components)) if (!Number.isFinite(v)) throw new TaskError('reward', `component "${k}" is ${v} on ${where}`);
+    throw new TaskError('reward', `returned ${describe(reward)} on ${where}; rewards must be finite numbers`);
+  for (const [k, v] of Object.entries(components))
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw new TaskError('reward', `component "${k}" is ${describe(v)} on ${where}; components must be finite numbers`);
   const p = ctx.config.reward_processor;
   if (p) {
     reward = reward * p.scale + p.shift;
@@ -202,7 +245,7 @@ export async function computeReward<Item>(
   if (ctx.task.rewardProcessor) {
     const processor = ctx.task.rewardProcessor;
     reward = await call('rewardProcessor', () => processor(reward));
-    if (!Number.isFinite(reward)) throw new TaskError('rewardProcessor', `returned ${reward} on ${where}`);
+    if (typeof reward !== 'number' || !Number.isFinite(reward)) throw new TaskError('rewardProcessor', `returned ${describe(reward)} on ${where}`);
   }
   return { reward, components };
 }
@@ -219,17 +262,12 @@ export async function callTransition<Item>(
   if (!transition) throw new TaskError('transition', 'num_turns > 1 needs a transition');
   const N = ctx.config.num_agents;
   const original = (item as { prompt?: unknown } | null)?.prompt;
-  let out: readonly string[];
-  try {
-    out = await transition({ prompt: typeof original === 'string' ? original : '', completions, numAgents: N, promptHistory, responseHistory, item, turn });
-  } catch (e) {
-    throw new TaskError('transition', `threw on item ${ctx.itemIndex}, turn ${turn}: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  const out: unknown = await settle(ctx as RolloutContext<unknown>, 'transition', `item ${ctx.itemIndex}, turn ${turn}`, () =>
+    transition({ prompt: typeof original === 'string' ? original : '', completions, numAgents: N, promptHistory, responseHistory, item, turn }),
+  );
   if (!Array.isArray(out) || out.length !== N || out.some((p) => typeof p !== 'string')) {
-    throw new TaskError(
-      'transition',
-      `must return ${N} prompt strings (one per agent) on item ${ctx.itemIndex}, turn ${turn}; got ${JSON.stringify(out)?.slice(0, 200)}`,
-    );
+    const got = Array.isArray(out) ? `[${out.slice(0, 8).map(describe).join(', ')}${out.length > 8 ? ', …' : ''}]` : describe(out);
+    throw new TaskError('transition', `must return ${N} prompt strings (one per agent) on item ${ctx.itemIndex}, turn ${turn}; got ${got}`);
   }
   return [...out];
 }

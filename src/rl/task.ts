@@ -76,6 +76,12 @@ export interface Task<Item> {
   transition?: Transition<Item>;
   evalMetrics?: EvalMetricsHook<Item>;
   /**
+   * Seconds an asynchronous reward, reward component, reward processor or transition may take
+   * per call before training stops with an error naming it (default 600). A synchronous callback
+   * that never returns cannot be interrupted from the training thread: keep those bounded.
+   */
+  callbackTimeoutSeconds?: number;
+  /**
    * What the agents write: `prose` (default) also gets the text fluency metrics (word validity,
    * distinct-2, repetition) next to ref NLL; `code` gets ref NLL only.
    */

@@ -36,14 +36,15 @@ const editJson = (file: string, f: (v: Record<string, unknown>) => unknown) => (
 /** Rewrites model.safetensors with a new header (tensor bytes kept, or replaced). */
 function rewriteWeights(
   dir: string,
-  edit: (header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>, data: Buffer) => Buffer | undefined,
+  edit: (header: Record<string, { dtype: string; shape: number[]; data_offsets: [number, number] }>, data: Buffer) => unknown,
 ): void {
   const file = join(dir, 'model.safetensors');
   const bytes = readFileSync(file);
   const len = Number(bytes.readBigUInt64LE(0));
   const header = JSON.parse(bytes.subarray(8, 8 + len).toString('utf8'));
   const data = Buffer.from(bytes.subarray(8 + len));
-  const newData = edit(header, data) ?? data;
+  const edited = edit(header, data);
+  const newData = Buffer.isBuffer(edited) ? edited : data;
   const h = Buffer.from(JSON.stringify(header));
   const out = Buffer.alloc(8 + h.length + newData.length);
   out.writeBigUInt64LE(BigInt(h.length));
