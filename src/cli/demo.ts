@@ -18,7 +18,7 @@ import { formatTable } from '../envs/run.js';
 import { lineChart, stackCharts, svgToPng } from '../plot/index.js';
 import { evaluateTarget } from './eval.js';
 import type { EvalReport } from './evaluate.js';
-import { intOption } from './options.js';
+import { CLI, intOption } from './options.js';
 import { isQuiet } from './progress.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';
 import { train } from './train.js';
@@ -230,7 +230,7 @@ Examples:
         const d = await startDashboard({ runs: [runDir], port: 0 });
         process.stdout.write(`dashboard: ${d.url}  (Ctrl-C to stop)\n`);
       } else {
-        process.stdout.write(`dashboard: magrpo dashboard ${runDir}\n`);
+        process.stdout.write(`dashboard: ${CLI} dashboard ${runDir}\n`);
       }
     });
 }
