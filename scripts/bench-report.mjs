@@ -105,6 +105,17 @@ function section(file, r) {
             .join(', ')}`,
       );
     p(`- ${size}: ${s.model}, ${(s.params / 1e6).toFixed(2)}M parameters${best.length ? `; ${best.join('; ')}` : ''}`);
+    // Every setting tried, the first being the peer as installed (its defaults).
+    for (const [id, t] of Object.entries(s.peers)) {
+      if (Object.keys(t.variants).length < 2) continue;
+      const each = Object.entries(t.variants).map(
+        ([label, v]) =>
+          `${label}: train ${v.train_tokens_per_s.toFixed(0)}, ${Object.entries(v.sample_tokens_per_s)
+            .map(([b, x]) => `b${b} ${x.toFixed(0)}`)
+            .join(', ')}`,
+      );
+      p(`  - ${names[id] ?? id}, each setting (tokens/s): ${each.join('; ')}`);
+    }
   }
   p();
   return lines.join('\n');
