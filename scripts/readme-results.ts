@@ -62,6 +62,17 @@ export const SECTIONS: Record<string, { dir: string; columns: [string, string][]
       ['ref_nll', 'ref NLL'],
     ],
   },
+  'demo-tldr-d2guard': {
+    dir: 'results/demo-tldr-d2guard',
+    columns: [
+      ['return', 'return'],
+      ['structure', 'structure'],
+      ['coherence', 'coherence'],
+      ['consistency', 'consistency'],
+      ['word_validity', 'word validity'],
+      ['ref_nll', 'ref NLL'],
+    ],
+  },
   'demo-coop-python': {
     dir: 'results/demo-coop-python',
     columns: [
