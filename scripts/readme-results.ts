@@ -27,51 +27,33 @@ interface Result {
   training_fluency?: Record<string, { first: number; last: number }>;
 }
 
+/** The writing demos' columns (metric key → header). */
+const WRITING_COLUMNS: [string, string][] = [
+  ['return', 'return'],
+  ['structure', 'structure'],
+  ['coherence', 'coherence'],
+  ['consistency', 'consistency'],
+  ['word_validity', 'word validity'],
+  ['ref_nll', 'ref NLL'],
+];
+
 /** Each README section: its result folder and the columns it shows (metric key → header). */
 export const SECTIONS: Record<string, { dir: string; columns: [string, string][] }> = {
   'demo-tldr': {
     dir: 'results/demo-tldr',
-    columns: [
-      ['return', 'return'],
-      ['structure', 'structure'],
-      ['coherence', 'coherence'],
-      ['consistency', 'consistency'],
-      ['word_validity', 'word validity'],
-      ['ref_nll', 'ref NLL'],
-    ],
+    columns: WRITING_COLUMNS,
   },
   'demo-tldr-unguarded': {
     dir: 'results/demo-tldr-unguarded',
-    columns: [
-      ['return', 'return'],
-      ['structure', 'structure'],
-      ['coherence', 'coherence'],
-      ['consistency', 'consistency'],
-      ['word_validity', 'word validity'],
-      ['ref_nll', 'ref NLL'],
-    ],
+    columns: WRITING_COLUMNS,
   },
   'demo-tldr-softguard': {
     dir: 'results/demo-tldr-softguard',
-    columns: [
-      ['return', 'return'],
-      ['structure', 'structure'],
-      ['coherence', 'coherence'],
-      ['consistency', 'consistency'],
-      ['word_validity', 'word validity'],
-      ['ref_nll', 'ref NLL'],
-    ],
+    columns: WRITING_COLUMNS,
   },
   'demo-tldr-d2guard': {
     dir: 'results/demo-tldr-d2guard',
-    columns: [
-      ['return', 'return'],
-      ['structure', 'structure'],
-      ['coherence', 'coherence'],
-      ['consistency', 'consistency'],
-      ['word_validity', 'word validity'],
-      ['ref_nll', 'ref NLL'],
-    ],
+    columns: WRITING_COLUMNS,
   },
   'demo-coop-python': {
     dir: 'results/demo-coop-python',
