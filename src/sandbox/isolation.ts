@@ -82,7 +82,9 @@ function interpreterDirs(python: string): string[] {
 
 /** `bwrap` arguments up to (not including) the interpreter. */
 export function bwrapPrefix(bwrap: string, python: string, tmpBytes: number, root: boolean): string[] {
-  const args = [bwrap, '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent'];
+  // --as-pid-1: no bwrap init in the namespace. That init would keep copies of fds 3-6 (payload,
+  // verdicts, asserts), which a worker of the same uid could reopen through /proc/1/fd.
+  const args = [bwrap, '--unshare-net', '--unshare-pid', '--as-pid-1', '--unshare-ipc', '--unshare-uts', '--die-with-parent'];
   args.push('--ro-bind', '/usr', '/usr');
   for (const path of ROOT_LINKS) {
     try {

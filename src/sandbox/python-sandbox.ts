@@ -19,7 +19,9 @@
  * returned as plain builtins) and the comparison (evaluated by the trusted supervisor); asserts that
  * cannot be split run whole in the sandbox and are counted as `lowTrust` (runner-judge.ts).
  */
-import { constants } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { constants, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SandboxError } from './errors.js';
 import { candidateIsolations, describeIsolation, type Isolation, type IsolationReport } from './isolation.js';
 import { compileRunner, type Launched, launch, type Payload, type SyntaxIssue } from './launch.js';
@@ -104,16 +106,15 @@ export interface SandboxInfo {
 /** The per-call part of a launch; limits and isolation are added by `launchWith`. */
 type Request = Pick<Payload, 'mode' | 'program' | 'programs'> & { asserts?: string[] };
 
-/** A host path every candidate with a private filesystem must hide: the caller's working directory. */
-const HOST_MARKER = process.cwd();
-
-const PROBE_PROGRAM = [
-  // fractions: a stdlib module the runner has not imported, so the dropped uid must be able to read it.
-  'import fractions, json, os, socket, sys',
-  'print(json.dumps({"python": sys.executable, "version": sys.version.split()[0], "uid": os.getuid(),',
-  `                  "hostVisible": os.path.exists(${JSON.stringify(HOST_MARKER)}),`,
-  '                  "interfaces": sorted(name for _, name in socket.if_nameindex())}))',
-].join('\n');
+/** The probe: interpreter, uid, interfaces, and whether the host path `marker` is visible. */
+const probeProgram = (marker: string) =>
+  [
+    // fractions: a stdlib module the runner has not imported, so the dropped uid must be able to read it.
+    'import fractions, json, os, socket, sys',
+    'print(json.dumps({"python": sys.executable, "version": sys.version.split()[0], "uid": os.getuid(),',
+    `                  "hostVisible": os.path.exists(${JSON.stringify(marker)}),`,
+    '                  "interfaces": sorted(name for _, name in socket.if_nameindex())}))',
+  ].join('\n');
 
 /** Fallbacks already warned about in this process, so each is logged once. */
 const warned = new Set<string>();
@@ -255,7 +256,14 @@ export class PythonSandbox {
   }
 
   private async probe(isolation: Isolation): Promise<{ info: SandboxInfo } | { reason: string }> {
-    const result = runResult(await this.launchWith(isolation, { mode: 'run', program: PROBE_PROGRAM }), this.options.cpuSeconds);
+    // A fresh host directory: a private filesystem must not show it (any fixed path might exist inside too).
+    const marker = mkdtempSync(join(tmpdir(), 'magrpo-probe-'));
+    let result: RunResult;
+    try {
+      result = runResult(await this.launchWith(isolation, { mode: 'run', program: probeProgram(marker) }), this.options.cpuSeconds);
+    } finally {
+      rmSync(marker, { recursive: true, force: true });
+    }
     if (result.exitCode !== 0) {
       return { reason: `probe exited ${result.exitCode ?? result.signal ?? result.killed}: ${result.stderr.trim().slice(-500)}` };
     }
@@ -263,7 +271,7 @@ export class PythonSandbox {
     if (isolation.network === 'namespace' && seen.interfaces.join(',') !== 'lo') {
       return { reason: `namespace still shows interfaces ${seen.interfaces.join(', ')}` };
     }
-    if (isolation.privateTmp && seen.hostVisible) return { reason: `the host path ${HOST_MARKER} is still visible` };
+    if (isolation.privateTmp && seen.hostVisible) return { reason: 'a host temp directory is still visible' };
     if (isolation.dropUid && seen.uid < this.firstUid) return { reason: `worker kept uid ${seen.uid}` };
     return {
       info: {
