@@ -11,6 +11,7 @@ import { LanguageModel } from '../model/pretrained.js';
 import { readTrainerState, resolveCheckpoint, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
+import { sandboxIsolation } from '../sandbox/index.js';
 import { serveDashboard } from './dashboard.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from './evaluate.js';
 import { RunTracker } from './failure-report.js';
@@ -103,6 +104,8 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
       progress?.update(p.items, latest.status());
     },
     onTree: (p) => recorder.onTree(p),
+    // Fluency warnings (possible reward hacking) must stay visible above the progress bar.
+    onWarning: (m) => (progress ? progress.log(`[magrpo] warning: ${m}`) : process.stderr.write(`[magrpo] warning: ${m}\n`)),
     onEval: (p) =>
       progress?.log(
         `[eval] env step ${p.envStep}: ${Object.entries(p.metrics)
@@ -115,6 +118,11 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
   const dashboard =
     flags.dashboard || config.dashboard.enabled ? await serveDashboard([dir], port, flags.port === undefined ? 'dashboard.port' : '--port') : null;
   if (dashboard) process.stderr.write(`dashboard: ${dashboard.url}\n`);
+  if (trainer.task.outputKind === 'code') {
+    // The reward runs model-written code: say how well it is fenced in.
+    const isolation = await sandboxIsolation();
+    process.stderr.write(`sandbox: ${isolation.level} (${isolation.detail})\n`);
+  }
   let interrupts = 0;
   const onSigint = () => {
     if (++interrupts > 1) process.exit(130);

@@ -22,6 +22,8 @@ describe('magrpo doctor', () => {
     assert.ok(d.backend.kernels?.supported.includes(d.backend.kernels.isa), 'the C kernel variant in use is one the CPU runs');
     assert.equal(d.cpu.arch, process.arch);
     assert.ok(d.cpu.isa.length > 0);
+    const sandbox = d.extra.find((e) => e.label === 'sandbox');
+    assert.match(sandbox?.value ?? '', /^(bwrap|unshare|rlimits-only) \(/, 'the sandbox isolation level is reported');
     assert.ok(d.blas.core !== null, 'the core OpenBLAS runs is known');
     assert.ok(d.blas.library !== null && /blas/.test(d.blas.library));
     // A user's OPENBLAS_CORETYPE is reported as theirs and unchanged; otherwise magrpo's choice is named.
