@@ -14,7 +14,7 @@ import { noGrad } from '../engine/tensor.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { formattersFor, type Task } from '../rl/task.js';
-import { textFluency } from '../text/fluency.js';
+import { meanTextFluency } from '../text/fluency.js';
 import type { EpisodeResult } from './environment.js';
 
 /** Mean per-token NLL of `completion` after `prompt`; the prompt is left-truncated to fit. */
@@ -24,7 +24,10 @@ export function completionNll(lm: LanguageModel, prompt: string, completion: str
   const ctx = lm.model.maxPositions;
   const completionIds = c.slice(0, ctx - 1);
   const promptIds = lm.encode(prompt).slice(-(ctx - completionIds.length));
-  const r = noGrad(() => completionLogprobs(lm.model, [{ prompt: promptIds.length ? promptIds : [c[0]], completion: completionIds }]));
+  // Without a prompt nothing predicts the first token: score the rest after it.
+  const seq = promptIds.length ? { prompt: promptIds, completion: completionIds } : { prompt: completionIds.slice(0, 1), completion: completionIds.slice(1) };
+  if (seq.completion.length === 0) return null;
+  const r = noGrad(() => completionLogprobs(lm.model, [seq]));
   let s = 0;
   for (let t = 0; t < r.sequenceOf.length; t++) s -= r.tokenLogprobs.data[t];
   return s / r.sequenceOf.length;
@@ -47,24 +50,18 @@ export function fluencyColumns<Item>(
   for (let i = 0; i < N; i++) {
     const lm = baseModels[i] ?? baseModels[0];
     const nll: number[] = [];
-    const text = { word_validity: 0, distinct_2: 0, repetition: 0 };
     for (const r of results) {
-      const completion = r.completions[i] ?? '';
-      const v = formatters ? completionNll(lm, formatters[i](items[r.index]), completion) : null;
+      const v = formatters ? completionNll(lm, formatters[i](items[r.index]), r.completions[i] ?? '') : null;
       if (v !== null) nll.push(v);
-      if (prose) {
-        const f = textFluency(completion);
-        for (const k of Object.keys(text) as (keyof typeof text)[]) text[k] += (100 * f[k]) / results.length;
-      }
     }
     if (nll.length) {
       out[`ref_nll/agent_${i}`] = nll.reduce((a, b) => a + b, 0) / nll.length;
       worst.ref_nll.push(out[`ref_nll/agent_${i}`]);
     }
     if (prose)
-      for (const [k, v] of Object.entries(text)) {
-        out[`${k}/agent_${i}`] = v;
-        worst[k].push(v);
+      for (const [k, v] of Object.entries(meanTextFluency(results.map((r) => r.completions[i] ?? '')))) {
+        out[`${k}/agent_${i}`] = 100 * v;
+        worst[k].push(100 * v);
       }
   }
   if (worst.ref_nll.length) out.ref_nll = Math.max(...worst.ref_nll);

@@ -8,7 +8,7 @@
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 import { forEachAgent } from './agent-pool.js';
-import { type GroupFluency, groupFluency } from './fluency.js';
+import { type GroupFluency, groupFluency, meanFluency } from './fluency.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams } from './rollout.js';
 import type { EvalEpisode } from './task.js';
 
@@ -67,12 +67,7 @@ export async function evaluate<Item>(
     const names = new Set(episodes.flatMap((ep) => Object.keys(ep.turns[t].components)));
     for (const name of names) metrics[`eval/turn_${t + 1}/reward/${name}`] = mean(episodes.map((ep) => ep.turns[t].components[name] ?? 0));
   }
-  for (const [i, fs] of fluency.entries()) {
-    for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
-      const v = fs.flatMap((f) => (f[name] === undefined ? [] : [f[name] as number]));
-      if (v.length) metrics[`eval/agent_${i}/${name}`] = mean(v);
-    }
-  }
+  for (const [i, fs] of fluency.entries()) for (const [name, v] of Object.entries(meanFluency(fs))) metrics[`eval/agent_${i}/${name}`] = v;
   if (ctx.task.evalMetrics) {
     const extra = await ctx.task.evalMetrics(episodes);
     for (const [k, v] of Object.entries(extra)) metrics[`eval/${k}`] = v;

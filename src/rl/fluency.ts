@@ -25,6 +25,16 @@ export function groupFluency(g: SampledGroup, prose: boolean): GroupFluency {
   return out;
 }
 
+/** Each metric's mean over several groups (metrics absent from every group are left out). */
+export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
+  const out: GroupFluency = {};
+  for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
+    const v = groups.flatMap((f) => (f[name] === undefined ? [] : [f[name] as number]));
+    if (v.length) out[name] = mean(v);
+  }
+  return out;
+}
+
 /** Thresholds of the degradation warning. */
 export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5 } as const;
 

@@ -19,7 +19,7 @@ import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
-import { FluencyMonitor, type GroupFluency, groupFluency } from './fluency.js';
+import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency.js';
 import { JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
@@ -307,11 +307,8 @@ export class MAGRPOTrainer<Item> {
       }
     }
     for (const i of new Set(samples.map((s) => s.agent))) {
-      const mine = samples.filter((s) => s.agent === i);
-      for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
-        const v = mine.flatMap((s) => (s.fluency?.[name] === undefined ? [] : [s.fluency[name] as number]));
-        if (v.length) m[`agent_${i}/${name}`] = mean(v);
-      }
+      const fluency = meanFluency(samples.filter((s) => s.agent === i).map((s) => s.fluency ?? {}));
+      for (const [name, v] of Object.entries(fluency)) m[`agent_${i}/${name}`] = v;
     }
     for (const [i, s] of stats) {
       m[`agent_${i}/loss`] = s.loss;
