@@ -63,17 +63,12 @@ export class FluencyMonitor {
     this.recent[agent].push(seen);
     if (this.recent[agent].length > W) this.recent[agent].shift();
     if (this.warned[agent] || this.first[agent].length < W) return null;
-    const avg = (xs: Seen[], k: keyof GroupFluency) => {
-      const v = xs.flatMap((x) => (x.fluency[k] === undefined ? [] : [x.fluency[k] as number]));
-      return v.length ? mean(v) : null;
-    };
-    const wv0 = avg(this.first[agent], 'word_validity');
-    const wv = avg(this.recent[agent], 'word_validity');
-    const nll0 = avg(this.first[agent], 'ref_nll');
-    const nll = avg(this.recent[agent], 'ref_nll');
+    const start = meanFluency(this.first[agent].map((x) => x.fluency));
+    const now = meanFluency(this.recent[agent].map((x) => x.fluency));
+    const [wv0, wv, nll0, nll] = [start.word_validity, now.word_validity, start.ref_nll, now.ref_nll];
     const reasons: string[] = [];
-    if (wv0 !== null && wv !== null && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
-    if (nll0 !== null && nll !== null && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise))
+    if (wv0 !== undefined && wv !== undefined && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
+    if (nll0 !== undefined && nll !== undefined && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise))
       reasons.push(`NLL under the starting model rose from ${nll0.toFixed(2)} to ${nll.toFixed(2)} nats/token`);
     if (reasons.length === 0) return null;
     this.warned[agent] = true;
