@@ -1,10 +1,12 @@
 /** `magrpo dashboard <run-dir...>`: the local web dashboard, or `--print` for the same data as text. */
+
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type DashboardServer, startDashboard } from '../dashboard/server.js';
 import { formatTable } from '../envs/run.js';
 import type { EvalReport } from './evaluate.js';
+import { untilInterrupted } from './interrupt.js';
 import { CLI, intOption } from './options.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';
 
@@ -73,7 +75,7 @@ Examples:
       }
       const server = await serveDashboard(dirs, flags.port);
       process.stderr.write(`dashboard: ${server.url} (Ctrl-C to stop)\n`);
-      await new Promise((r) => process.once('SIGINT', r));
+      await untilInterrupted();
       await server.close();
     });
 }

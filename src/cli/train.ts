@@ -3,6 +3,7 @@
  * with progress and ETA, TensorBoard scalars, recorded rollout trees, Ctrl-C → checkpoint and
  * stop, `--resume`, the final evaluation against baselines and report.md / report.json.
  */
+
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -15,6 +16,7 @@ import { sandboxIsolation } from '../sandbox/index.js';
 import { serveDashboard } from './dashboard.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from './evaluate.js';
 import { RunTracker } from './failure-report.js';
+import { untilInterrupted } from './interrupt.js';
 import { CLI, intOption } from './options.js';
 import { type PreparedRun, prepareRun } from './prepare.js';
 import { formatDuration, isQuiet, type Progress, startProgress } from './progress.js';
@@ -186,7 +188,7 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
   if (dashboard) {
     if (!quiet) {
       process.stderr.write(`dashboard still at ${dashboard.url} (Ctrl-C to exit)\n`);
-      await new Promise((r) => process.once('SIGINT', r));
+      await untilInterrupted();
     }
     await dashboard.close();
   }

@@ -89,12 +89,16 @@ function run(words: string[], cwd: string, opts: { until?: RegExp } = {}): Promi
     const child: ChildProcess = spawn(argv[0], argv.slice(1), { cwd, env: { ...process.env, CI: 'true', MAGRPO_NUM_THREADS: '1' } });
     let stdout = '';
     let stderr = '';
+    let stopped = false;
     child.stdout?.on('data', (d: Buffer) => {
       stdout += d.toString();
     });
     child.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
-      if (opts.until?.test(stderr)) child.kill('SIGINT');
+      if (!stopped && opts.until?.test(stderr)) {
+        stopped = true; // one Ctrl-C, as a user would press it
+        child.kill('SIGINT');
+      }
     });
     child.on('error', fail);
     child.on('close', (status, signal) => done({ status, signal, stdout, stderr }));
