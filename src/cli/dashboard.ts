@@ -5,10 +5,10 @@ import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type DashboardServer, startDashboard } from '../dashboard/server.js';
 import { formatTable } from '../envs/run.js';
-import type { EvalReport } from './evaluate.js';
+import type { EvalReport } from '../run/evaluate.js';
+import { RUN_FILES, readJsonl } from '../run/run-dir.js';
 import { untilInterrupted } from './interrupt.js';
 import { CLI, intOption } from './options.js';
-import { RUN_FILES, readJsonl } from './run-dir.js';
 
 /** Starts the dashboard; a busy port is an error that says how to pick another. */
 export async function serveDashboard(runs: readonly string[], port: number, flag = '--port'): Promise<DashboardServer> {

@@ -16,11 +16,11 @@ import { cpuInfo, isaSummary } from '../engine/cpu.js';
 import { backend } from '../engine/runtime.js';
 import { formatTable } from '../envs/run.js';
 import { lineChart, stackCharts, svgToPng } from '../plot/index.js';
+import type { EvalReport } from '../run/evaluate.js';
+import { isQuiet } from '../run/progress.js';
+import { RUN_FILES, readJsonl } from '../run/run-dir.js';
 import { evaluateTarget } from './eval.js';
-import type { EvalReport } from './evaluate.js';
 import { CLI, intOption } from './options.js';
-import { isQuiet } from './progress.js';
-import { RUN_FILES, readJsonl } from './run-dir.js';
 import { train } from './train.js';
 
 const DEMOS = { tldr: 'demo-tldr.yaml', 'coop-python': 'demo-coop-python.yaml' } as const;

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
-import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, writeEvalOutputs } from './evaluate.js';
+import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, writeEvalOutputs } from '../run/evaluate.js';
+import { prepareRun } from '../run/prepare.js';
+import { isQuiet } from '../run/progress.js';
+import type { RunConfig } from '../run/run-config.js';
+import { isRunDir, RUN_FILES, teamFolders } from '../run/run-dir.js';
 import { CLI, intOption } from './options.js';
-import { prepareRun } from './prepare.js';
-import { isQuiet } from './progress.js';
-import type { RunConfig } from './run-config.js';
-import { isRunDir, RUN_FILES, teamFolders } from './run-dir.js';
 
 export interface EvalFlags {
   set?: string[];

@@ -1,7 +1,7 @@
 /** `magrpo schema`: the run config's JSON Schema (configs/schema.json is this output). */
 import type { Command } from 'commander';
+import { runConfigJsonSchema } from '../run/run-config.js';
 import { CLI } from './options.js';
-import { runConfigJsonSchema } from './run-config.js';
 
 export function schemaText(): string {
   return `${JSON.stringify(runConfigJsonSchema(), null, 2)}\n`;

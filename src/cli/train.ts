@@ -11,17 +11,17 @@ import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { readTrainerState, resolveCheckpoint, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
+import { TensorBoardSink } from '../rl/tensorboard.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
+import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from '../run/evaluate.js';
+import { RunTracker } from '../run/failure-report.js';
+import { type PreparedRun, prepareRun } from '../run/prepare.js';
+import { formatDuration, isQuiet, type Progress, startProgress } from '../run/progress.js';
+import { createRunDir, RUN_FILES, readJsonl, SamplesRecorder, teamFolders, writeRunConfig } from '../run/run-dir.js';
 import { sandboxIsolation } from '../sandbox/index.js';
 import { serveDashboard } from './dashboard.js';
-import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from './evaluate.js';
-import { RunTracker } from './failure-report.js';
 import { untilInterrupted } from './interrupt.js';
 import { CLI, intOption } from './options.js';
-import { type PreparedRun, prepareRun } from './prepare.js';
-import { formatDuration, isQuiet, type Progress, startProgress } from './progress.js';
-import { createRunDir, RUN_FILES, readJsonl, SamplesRecorder, teamFolders, writeRunConfig } from './run-dir.js';
-import { TensorBoardSink } from './tensorboard.js';
 
 export interface TrainFlags {
   set?: string[];

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ConfigFileError, loadRunConfig, MAX_CONFIG_BYTES } from '../../src/cli/config-file.js';
+import { ConfigFileError, loadRunConfig, MAX_CONFIG_BYTES } from '../../src/run/config-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'magrpo-bad-config-'));
 after(() => rmSync(root, { recursive: true, force: true }));

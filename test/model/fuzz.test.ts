@@ -10,11 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ConfigFileError, loadRunConfig } from '../../src/cli/config-file.js';
 import { Rng } from '../../src/engine/rng.js';
 import { parseModelConfig } from '../../src/model/config.js';
 import { CheckpointError } from '../../src/model/errors.js';
 import { readSafetensors } from '../../src/model/safetensors.js';
+import { ConfigFileError, loadRunConfig } from '../../src/run/config-file.js';
 
 const SEED = Number(process.env.MAGRPO_FUZZ_SEED ?? 20261125);
 const ROUNDS = 300;

@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigFileError, loadRunConfig } from '../../src/cli/config-file.js';
 import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { TRL_ALIASES, TRL_WITHOUT_EQUIVALENT } from '../../src/rl/trl-names.js';
+import { ConfigFileError, loadRunConfig } from '../../src/run/config-file.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 

@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
-import { readJsonl, type SampleNode, type SampleRecord, SamplesRecorder } from '../../src/cli/run-dir.js';
 import { setBackend } from '../../src/engine/runtime.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import { completionLogprobs } from '../../src/model/logprobs.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import type { TreeNode } from '../../src/rl/rollout.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { readJsonl, type SampleNode, type SampleRecord, SamplesRecorder } from '../../src/run/run-dir.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
 let dir = '';

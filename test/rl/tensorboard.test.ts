@@ -5,10 +5,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { crc32c, maskedCrc32c, TensorBoardSink } from '../../src/cli/tensorboard.js';
+import { crc32c, maskedCrc32c, TensorBoardSink } from '../../src/rl/tensorboard.js';
 
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-const READER = join(import.meta.dirname, 'read_tfevents.py');
+const READER = join(import.meta.dirname, '..', 'cli', 'read_tfevents.py');
 const f32 = (x: number) => Math.fround(x);
 
 describe('TensorBoard writer', () => {

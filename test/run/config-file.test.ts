@@ -4,11 +4,11 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigFileError, loadRunConfig, parseSet } from '../../src/cli/config-file.js';
-import { runConfigJsonSchema } from '../../src/cli/run-config.js';
 import { schemaText } from '../../src/cli/schema.js';
 import { FEEDBACK_MODES } from '../../src/envs/coding/index.js';
 import { ENVIRONMENTS } from '../../src/envs/registry.js';
+import { ConfigFileError, loadRunConfig, parseSet } from '../../src/run/config-file.js';
+import { runConfigJsonSchema } from '../../src/run/run-config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'magrpo-config-'));
 let n = 0;
