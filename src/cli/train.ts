@@ -11,7 +11,6 @@ import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { readTrainerState, resolveCheckpoint, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
-import { TensorBoardSink } from '../rl/tensorboard.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from '../run/evaluate.js';
 import { RunTracker } from '../run/failure-report.js';
@@ -92,7 +91,6 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
   if (flags.resume) rollbackLogs(dir, readTrainerState(dir).logs, { removeNewer: true });
   tracker.dir = dir;
   const latest = new LatestSink(tracker);
-  const tb = new TensorBoardSink(dir);
   const recorder = new SamplesRecorder(join(dir, RUN_FILES.samples), config.samples);
   const totalItems = split.train.length * run.trainer.num_train_epochs;
   let progress: Progress | null = null;
@@ -100,7 +98,7 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
     task: env.task(split),
     models,
     config: { ...run.trainer, output_dir: dir },
-    sinks: [tb, latest],
+    sinks: [latest],
     onItem: (p) => {
       tracker.items = p.items;
       progress?.update(p.items, latest.status());
@@ -145,7 +143,6 @@ async function trainRun(target: string | undefined, flags: TrainFlags, tracker: 
     progress = null;
     process.off('SIGINT', onSigint);
     await trainer.close();
-    tb.close();
   }
   tracker.dir = null;
   const trainSeconds = (performance.now() - tTrain) / 1000;

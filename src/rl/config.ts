@@ -7,6 +7,10 @@
 import { z } from 'zod';
 import { applyTrlNames, type TrlConfigNames, trlNote, withTrlNames } from './trl-names.js';
 
+/** Metric destinations of `report_to`. */
+export const REPORT_TARGETS = ['jsonl', 'tensorboard', 'csv'] as const;
+export type ReportTarget = (typeof REPORT_TARGETS)[number];
+
 const posInt = () => z.number().int().min(1);
 const nonNegInt = () => z.number().int().min(0);
 
@@ -128,6 +132,13 @@ export const MagrpoConfigSchema = z
     save_steps: nonNegInt().default(0).describe('(magrpo) checkpoint every this many training items (0 = only at the end)'),
     output_dir: z.string().nullable().default(null).describe('(magrpo) run directory for checkpoints and metrics (null = no files)'),
     save_total_limit: posInt().nullable().default(2).describe('(magrpo) checkpoints kept on disk, oldest removed first (null = keep all)'),
+    report_to: z
+      .union([z.enum(['none', 'all', ...REPORT_TARGETS]), z.array(z.enum(REPORT_TARGETS))])
+      .default(['jsonl', 'tensorboard'])
+      .transform((v) => (v === 'none' ? [] : v === 'all' ? [...REPORT_TARGETS] : typeof v === 'string' ? [v] : [...new Set(v)]))
+      .describe(
+        '(magrpo; TRL\'s name) where metrics go when output_dir is set: jsonl (metrics.jsonl), tensorboard (events.out.tfevents.*: scalars, sampled completions as text at each evaluation, hyperparameters), csv (metrics.csv); "all" or "none" as in TRL',
+      ),
     // --- execution
     parallel_training: z.enum(['none', 'null', 'mp']).default('none').describe('none: agents in turn; mp: one worker thread per agent'),
     agent_devices: z

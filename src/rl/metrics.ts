@@ -3,11 +3,15 @@
  * `logging_steps` for training entries, written to sinks (JSONL here; the CLI adds more).
  * Names are slash-namespaced and listed in docs/metrics.md.
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export interface MetricsSink {
   log(step: number, metrics: Record<string, number>): void;
+  /** Free text at a step, e.g. sampled completions (TensorBoard's Text tab). */
+  text?(step: number, tag: string, text: string): void;
+  /** The run's hyperparameters and the metrics to tabulate against them (TensorBoard's HParams tab). */
+  hparams?(hparams: Record<string, unknown>, metricTags: readonly string[]): void;
   close?(): void | Promise<void>;
 }
 
@@ -19,6 +23,53 @@ export class JsonlSink implements MetricsSink {
   log(step: number, metrics: Record<string, number>): void {
     appendFileSync(this.file, `${JSON.stringify({ step, time: Date.now() / 1000, ...metrics })}\n`);
   }
+}
+
+/**
+ * metrics.csv: the entries of metrics.jsonl as a table, for spreadsheets and pandas. A CSV header
+ * is fixed while metrics appear over a run (eval entries, new reward components), so the file is
+ * regenerated from metrics.jsonl (the log a resume rolls back) every `every` entries and at close:
+ * columns are `step`, `time`, then every metric in order of first appearance.
+ */
+export class CsvSink implements MetricsSink {
+  private sinceWrite = 0;
+  constructor(
+    readonly file: string,
+    readonly jsonlFile: string,
+    private readonly every = 20,
+  ) {
+    mkdirSync(dirname(file), { recursive: true });
+  }
+  log(): void {
+    if (++this.sinceWrite >= this.every) this.write();
+  }
+  close(): void {
+    this.write();
+  }
+  private write(): void {
+    this.sinceWrite = 0;
+    if (!existsSync(this.jsonlFile)) return;
+    const rows: Record<string, unknown>[] = [];
+    for (const line of readFileSync(this.jsonlFile, 'utf8').split('\n')) {
+      try {
+        if (line.trim()) rows.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        // a torn last line (a crash can cut one)
+      }
+    }
+    writeFileSync(this.file, jsonlToCsv(rows));
+  }
+}
+
+/** Rows of {name: value} as CSV: header = step, time, then names in order of first appearance. */
+export function jsonlToCsv(rows: readonly Record<string, unknown>[]): string {
+  const columns = ['step', 'time'];
+  for (const r of rows) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
+  const field = (v: unknown) => {
+    const s = v === undefined || v === null ? '' : String(v);
+    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  return `${[columns.map(field).join(','), ...rows.map((r) => columns.map((c) => field(r[c])).join(','))].join('\n')}\n`;
 }
 
 /** Collects logged entries in memory (tests, notebooks). */
@@ -57,6 +108,16 @@ export class MetricsLogger {
   /** Evaluation and run-level entries are never throttled. */
   always(step: number, metrics: Record<string, number>): void {
     this.write(step, metrics);
+  }
+
+  /** Free text (sampled completions) to the sinks that take text. */
+  text(step: number, tag: string, text: string): void {
+    for (const s of this.sinks) s.text?.(step, tag, text);
+  }
+
+  /** Hyperparameters to the sinks that take them. */
+  hparams(hparams: Record<string, unknown>, metricTags: readonly string[]): void {
+    for (const s of this.sinks) s.hparams?.(hparams, metricTags);
   }
 
   private write(step: number, metrics: Record<string, number>): void {

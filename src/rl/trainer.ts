@@ -16,13 +16,15 @@ import { Rng } from '../engine/rng.js';
 import { advantages, agentReturns, mean, shapeWithKl } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
+import { fire, type TrainerCallback } from './callbacks.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
 import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency.js';
-import { JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
+import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
+import { TensorBoardSink } from './tensorboard.js';
 
 /** One agent's training sample from one tree node (spec §1.5 "NodeSample"). */
 export interface NodeSample {
@@ -46,8 +48,10 @@ export interface TrainerOptions<Item> {
   model?: string;
   /** Heterogeneous team: one model folder per agent. */
   models?: readonly string[];
-  /** Extra metric sinks (a JSONL file is written when output_dir is set). */
+  /** Extra metric sinks (with output_dir set, `report_to` adds metrics.jsonl, TensorBoard and CSV writers). */
   sinks?: MetricsSink[];
+  /** Hooks called at each stage of training (TRL's TrainerCallback idea): rl/callbacks.ts. */
+  callbacks?: TrainerCallback<Item>[];
   /** Called after every training item. */
   onItem?: (p: { epoch: number; index: number; items: number; totalItems: number; envStep: number }) => void;
   /** Called with each item's scored rollout tree (prompts, completions, rewards), e.g. to record samples. */
@@ -80,9 +84,13 @@ export class MAGRPOTrainer<Item> {
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
   private stopRequested = false;
   private readonly fluency: FluencyMonitor;
+  private readonly callbacks: TrainerCallback<Item>[];
+  /** Entries logged since the callbacks last saw them (sinks are synchronous, callbacks async). */
+  private pendingLogs: { envStep: number; metrics: Record<string, number> }[] = [];
 
   constructor(private readonly opts: TrainerOptions<Item>) {
     this.task = opts.task;
+    this.callbacks = opts.callbacks ?? [];
     const models = resolveModels(opts);
     const explicitN = (opts.config as { num_agents?: number } | undefined)?.num_agents;
     if (explicitN !== undefined && explicitN !== models.length) {
@@ -100,8 +108,9 @@ export class MAGRPOTrainer<Item> {
       models.map((dir, i) => this.agentSpec(dir, i)),
       c.parallel_training === 'mp' ? 'mp' : 'none',
     );
-    const sinks = [...(opts.sinks ?? [])];
-    if (c.output_dir) sinks.push(new JsonlSink(join(c.output_dir, 'metrics.jsonl')));
+    const sinks = [...(opts.sinks ?? []), ...reportSinks(c)];
+    // Callbacks see every entry the sinks see (the logger decides what is written).
+    sinks.push({ log: (envStep, metrics) => this.pendingLogs.push({ envStep, metrics }) });
     this.logger = new MetricsLogger(sinks, c.logging_steps);
     this.ctx = { task: this.task, config: c, agents: this.agents, formatters: formattersFor(this.task, models.length), itemIndex: 0 };
   }
@@ -170,6 +179,8 @@ export class MAGRPOTrainer<Item> {
     const c = this.config;
     const data = this.task.dataset;
     let lastEval: Record<string, number> = {};
+    if (this.items === 0) this.logger.hparams(c, ['turn_1/reward_mean', 'eval/turn_1/reward_mean']);
+    await fire(this.callbacks, 'onTrainBegin', { config: c, items: this.items, envStep: this.envStep });
     for (; this.epoch < c.num_train_epochs; this.epoch++, this.index = 0) {
       for (; this.index < data.length; this.index++) {
         if (this.stopRequested || (o.maxItems !== undefined && this.items >= o.maxItems)) return this.stopEarly(lastEval);
@@ -178,7 +189,10 @@ export class MAGRPOTrainer<Item> {
         this.items++;
         // Model work is synchronous: let signals (Ctrl-C) and the dashboard's requests through.
         await new Promise((resolve) => setImmediate(resolve));
-        this.opts.onItem?.({ epoch: this.epoch, index: this.index, items: this.items, totalItems: data.length * c.num_train_epochs, envStep: this.envStep });
+        const progress = { epoch: this.epoch, index: this.index, items: this.items, totalItems: data.length * c.num_train_epochs, envStep: this.envStep };
+        this.opts.onItem?.(progress);
+        await this.flushLogs();
+        await fire(this.callbacks, 'onStepEnd', progress);
         if (c.output_dir && c.save_steps > 0 && this.items % c.save_steps === 0) await this.checkpoint({ epoch: this.epoch, index: this.index + 1 });
       }
       await this.drain(this.buffers.flatMap((b, i) => (b.length ? [i] : [])));
@@ -188,7 +202,17 @@ export class MAGRPOTrainer<Item> {
       await this.checkpoint({ epoch: this.epoch, index: 0 });
       await this.saveModels(join(c.output_dir, 'final'));
     }
-    return { envStep: this.envStep, items: this.items, eval: lastEval };
+    await this.flushLogs();
+    const result = { envStep: this.envStep, items: this.items, eval: lastEval };
+    await fire(this.callbacks, 'onTrainEnd', { ...result, stoppedEarly: false });
+    return result;
+  }
+
+  /** Hands entries logged since the last call to the callbacks' onLog, in order. */
+  private async flushLogs(): Promise<void> {
+    const logs = this.pendingLogs;
+    this.pendingLogs = [];
+    for (const l of logs) await fire(this.callbacks, 'onLog', l);
   }
 
   /** Asks `train()` to stop after the current item, writing a checkpoint (e.g. on Ctrl-C). */
@@ -198,7 +222,10 @@ export class MAGRPOTrainer<Item> {
 
   private async stopEarly(lastEval: Record<string, number>) {
     if (this.config.output_dir) await this.checkpoint({ epoch: this.epoch, index: this.index });
-    return { envStep: this.envStep, items: this.items, eval: lastEval };
+    await this.flushLogs();
+    const result = { envStep: this.envStep, items: this.items, eval: lastEval };
+    await fire(this.callbacks, 'onTrainEnd', { ...result, stoppedEarly: true });
+    return result;
   }
 
   /** One item: rollout tree → returns → per-agent node samples → buffers (drained when full). */
@@ -208,6 +235,7 @@ export class MAGRPOTrainer<Item> {
     computeReturns(root, this.config.discount);
     this.envStep = lastEnvStep(root);
     this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
+    await fire(this.callbacks, 'onTree', { itemIndex, envStep: this.envStep, root });
     this.timing.sampling += times.sampling;
     this.timing.reward += times.reward;
     this.timing.items++;
@@ -331,7 +359,10 @@ export class MAGRPOTrainer<Item> {
     const items = (this.task.evalDataset ?? []).slice(0, this.config.eval_num_samples);
     const { metrics, episodes } = await evaluate(this.ctx, items);
     if (Object.keys(metrics).length) this.logger.always(this.envStep, metrics);
+    if (episodes.length) this.logger.text(this.envStep, 'eval/samples', samplesMarkdown(episodes));
     this.opts.onEval?.({ envStep: this.envStep, metrics, episodes });
+    await this.flushLogs();
+    await fire(this.callbacks, 'onEvaluate', { envStep: this.envStep, metrics, episodes });
     return metrics;
   }
 
@@ -352,7 +383,9 @@ export class MAGRPOTrainer<Item> {
       lastLogged: this.logger.lastLogged,
       config: this.config,
     };
-    return saveCheckpoint(this.config.output_dir as string, state, this.agents, this.config.save_total_limit);
+    const dir = await saveCheckpoint(this.config.output_dir as string, state, this.agents, this.config.save_total_limit);
+    await fire(this.callbacks, 'onSave', { dir, items: this.items, envStep: this.envStep });
+    return dir;
   }
 
   private async restore(path: string): Promise<void> {
@@ -374,6 +407,32 @@ export class MAGRPOTrainer<Item> {
     await Promise.all(this.agents.map((a) => a.close()));
     await this.logger.close();
   }
+}
+
+/** The metric writers `report_to` asks for, in output_dir (none without one). */
+function reportSinks(c: MagrpoConfig): MetricsSink[] {
+  const dir = c.output_dir;
+  if (!dir) return [];
+  return c.report_to.map((target) => {
+    if (target === 'jsonl') return new JsonlSink(join(dir, 'metrics.jsonl'));
+    if (target === 'tensorboard') return new TensorBoardSink(dir);
+    return new CsvSink(join(dir, 'metrics.csv'), join(dir, 'metrics.jsonl'));
+  });
+}
+
+/** The first few eval episodes as Markdown (TensorBoard's Text tab renders it). */
+function samplesMarkdown(episodes: readonly EvalEpisode<unknown>[], max = 4): string {
+  const fence = (s: string) => ['```', s.replace(/```/g, '` ` `'), '```'].join('\n');
+  const fmt = (r: number) => (Number.isFinite(r) ? r.toFixed(3) : String(r));
+  return episodes
+    .slice(0, max)
+    .map((e) =>
+      [
+        `**eval item ${e.index}, sample ${e.sample}**`,
+        ...e.turns.flatMap((t, ti) => [`turn ${ti + 1}: reward ${fmt(t.reward)}`, ...t.completions.map((c, i) => `agent ${i}:\n\n${fence(c)}`)]),
+      ].join('\n\n'),
+    )
+    .join('\n\n---\n\n');
 }
 
 function resolveModels(o: { model?: string; models?: readonly string[]; config?: MagrpoConfigInput }): string[] {

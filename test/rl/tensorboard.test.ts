@@ -45,6 +45,36 @@ describe('TensorBoard writer', () => {
     assert.ok(events.every((e) => Math.abs(e.wall_time - Date.now() / 1000) < 600));
   });
 
+  it('text (sampled completions) and hyperparameters read back through the text and hparams plugins', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'magrpo-tb-'));
+    const sink = new TensorBoardSink(dir);
+    sink.hparams(
+      { learning_rate: 1e-5, lora: { r: 8, target_modules: ['q_proj', 'v_proj'] }, fluency_metrics: true, output_dir: null, joint_mode: 'aligned' },
+      ['turn_1/reward_mean'],
+    );
+    sink.text(12, 'eval/samples', 'agent 0:\n\n```\nÜber «quotes» 😀\n```');
+    sink.close();
+    const events = execFileSync(PYTHON, [READER, sink.file], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const [experiment, start, text] = events.slice(1);
+    assert.deepEqual(experiment.plugins['_hparams_/experiment'].content.experiment, {
+      hparams: ['learning_rate', 'lora.r', 'lora.target_modules', 'fluency_metrics', 'joint_mode'],
+      metrics: ['turn_1/reward_mean'],
+    });
+    assert.deepEqual(start.plugins['_hparams_/session_start_info'].content.session_start_info, {
+      learning_rate: 1e-5,
+      'lora.r': 8,
+      'lora.target_modules': '["q_proj","v_proj"]',
+      fluency_metrics: true,
+      joint_mode: 'aligned',
+    });
+    assert.equal(text.step, 12);
+    assert.deepEqual(text.texts, { 'eval/samples': 'agent 0:\n\n```\nÜber «quotes» 😀\n```' });
+    assert.equal(text.scalars, undefined);
+  });
+
   it('the reader rejects a corrupted file (so the CRCs above were really checked)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'magrpo-tb-'));
     const sink = new TensorBoardSink(dir);
