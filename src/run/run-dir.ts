@@ -15,6 +15,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import type { TrainerCallback } from '../rl/callbacks.js';
 import { resolveCheckpoint } from '../rl/checkpoint.js';
 import type { TreeNode } from '../rl/rollout.js';
 import type { RunConfig } from './run-config.js';
@@ -114,7 +115,7 @@ export interface SampleRecord {
 }
 
 /** Appends rollout trees to samples.jsonl, bounded by count, text length and nodes per tree. */
-export class SamplesRecorder {
+export class SamplesRecorder implements TrainerCallback {
   private recorded: number;
   static readonly MAX_NODES = 256;
 
