@@ -34,7 +34,7 @@ import {
   TRAIN_WARMUP,
 } from './bench-models.js';
 import { findPeers, type Peer } from './bench-peers.js';
-import { intOption } from './options.js';
+import { CLI, intOption } from './options.js';
 
 const MATMUL_SHAPES: readonly [number, number, number][] = [
   [1024, 1024, 1024],
@@ -84,6 +84,14 @@ export function registerBench(program: Command): void {
     .option('--json', 'print one JSON object instead of the table')
     .option('--out <file>', 'also write the JSON object to this file (input of scripts/bench-report.mjs)')
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
+    .addHelpText(
+      'after',
+      `
+Examples:
+  ${CLI} bench --sizes 1m --quick --no-torch       # a minute: this engine alone
+  ${CLI} bench --sizes 1m,10m --out bench/results/mine.json   # with PyTorch and llama.cpp when installed
+  node scripts/bench-report.mjs                       # rebuild docs/benchmarks.md from bench/results/`,
+    )
     .action((flags: BenchFlags) => {
       if (flags.worker !== undefined) {
         process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? 1 : 3))}\n`);

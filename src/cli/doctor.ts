@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { collectDoctor, formatDoctor } from '../engine/doctor.js';
 import { sandboxIsolation } from '../sandbox/index.js';
-import { intOption } from './options.js';
+import { CLI, intOption } from './options.js';
 
 interface DoctorFlags {
   json?: boolean;
@@ -17,6 +17,14 @@ export function registerDoctor(program: Command): void {
     .option('--threads <n>', 'threads of the all-threads sgemm (default: the backend thread count)', intOption(1))
     .option('--quick', 'skip trying the other OpenBLAS core types (no ceiling, no slow-core warning)')
     .option('--json', 'print the report as one JSON object')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  ${CLI} doctor                       # everything, with the speed of each OpenBLAS core type
+  ${CLI} doctor --quick --json > doctor.json
+  OPENBLAS_CORETYPE=Haswell ${CLI} doctor --quick   # what a forced core type costs here`,
+    )
     .action(async (flags: DoctorFlags) => {
       const report = collectDoctor({ threads: flags.threads, skipCores: flags.quick });
       // The coding rewards run model-written code: say how well it is fenced in on this machine.

@@ -53,6 +53,8 @@ Examples:
       );
       if (!run.completed && !flags.exportOnly) {
         process.stderr.write('pretrain: stopped early; continue by running the same command with --resume\n');
+        // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C (and as `train` does).
+        if (interrupted) process.exitCode = 130;
         return;
       }
       if (!flags.export) return;

@@ -1,7 +1,7 @@
 /** `magrpo pretrain` as a shell runs it: config errors by key path, a tiny run, --resume and --export-only. */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
@@ -61,4 +61,33 @@ test('a tiny run trains, logs lines without a TTY, and exports; --resume of a fi
   const exported = cli(config, '--export-only', '--set', 'export.dir=model2');
   assert.equal(exported.status, 0, exported.stderr);
   assert.ok(existsSync(join(tmp, 'model2', 'model.safetensors')));
+});
+
+test('Ctrl-C stops after the current step with a checkpoint and exit status 130; --resume finishes the run', async () => {
+  const dir = join(tmp, 'interrupted');
+  const sets = ['--no-export', '--set', `run_dir=${dir}`, '--set', 'train.max_steps=400', '--set', 'log_every=1'];
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'pretrain', config, ...sets], {
+    cwd: tmp,
+    env: { ...process.env, CI: 'true', MAGRPO_NUM_THREADS: '1' },
+  });
+  let stderr = '';
+  let sent = false;
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    if (!sent && /step 2\/400/.test(stderr)) {
+      sent = true; // one press, as a user would
+      child.kill('SIGINT');
+    }
+  });
+  const status = await new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+  assert.equal(status, 130, stderr);
+  assert.match(stderr, /stopped early; continue by running the same command with --resume/);
+  const saved = readdirSync(join(dir, 'checkpoints'))
+    .filter((d) => d.startsWith('step-'))
+    .sort();
+  const state = JSON.parse(readFileSync(join(dir, 'checkpoints', saved.at(-1) as string, 'state.json'), 'utf8'));
+  assert.ok(state.step >= 2 && state.step < 400, `stopped at step ${state.step}`);
+  const resumed = cli(config, ...sets, '--resume');
+  assert.equal(resumed.status, 0, resumed.stderr);
+  assert.match(resumed.stderr, /step 400\/400/);
 });
