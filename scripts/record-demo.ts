@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { trainingFluency } from '../src/cli/demo.js';
+import { trainingFluency } from '../src/run/demo.js';
 
 const [runDir, outDir] = process.argv.slice(2);
 if (!runDir || !outDir) {

@@ -6,8 +6,14 @@ export type { Baseline, Environment, EpisodeResult } from './envs/environment.js
 export { createModel, loadModel, saveModel } from './model/load.js';
 export { applyLora, type LoraConfig, loadLora, mergeLora, saveLora } from './model/lora.js';
 export { LanguageModel, type TextSample, type TextSampleOptions } from './model/pretrained.js';
+export type { TrainerCallback } from './rl/callbacks.js';
 export { ConfigError, type MagrpoConfig, type MagrpoConfigInput, MagrpoConfigSchema, resolveConfig } from './rl/config.js';
-export { JsonlSink, MemorySink, type MetricsSink } from './rl/metrics.js';
+export { CsvSink, JsonlSink, MemorySink, type MetricsSink } from './rl/metrics.js';
 export type { EvalEpisode, Formatter, RewardComponent, RewardFn, RewardInput, RewardValue, Task, Transition, TransitionInput } from './rl/task.js';
+export { TensorBoardSink } from './rl/tensorboard.js';
 export { MAGRPOTrainer, type NodeSample, type TrainerOptions, type TrainOptions } from './rl/trainer.js';
+export { runDemo } from './run/demo.js';
+export { type EvalReport, evaluateTarget } from './run/evaluate.js';
+export { RUN_FILES, readJsonl } from './run/run-dir.js';
+export { type RunReport, type TrainRunOptions, trainRun } from './run/train.js';
 export { PythonSandbox } from './sandbox/index.js';

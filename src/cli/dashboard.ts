@@ -74,8 +74,10 @@ Examples:
         return;
       }
       const server = await serveDashboard(dirs, flags.port);
+      // Handler first, message second: whoever reads the URL may press Ctrl-C at once.
+      const interrupted = untilInterrupted();
       process.stderr.write(`dashboard: ${server.url} (Ctrl-C to stop)\n`);
-      await untilInterrupted();
+      await interrupted;
       await server.close();
     });
 }

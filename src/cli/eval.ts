@@ -4,56 +4,12 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatTable } from '../envs/run.js';
 import { LanguageModel } from '../model/pretrained.js';
-import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, writeEvalOutputs } from '../run/evaluate.js';
+import { type EvalFlags, evaluateTarget } from '../run/evaluate.js';
 import { prepareRun } from '../run/prepare.js';
 import { isQuiet } from '../run/progress.js';
 import type { RunConfig } from '../run/run-config.js';
 import { isRunDir, RUN_FILES, teamFolders } from '../run/run-dir.js';
 import { CLI, intOption } from './options.js';
-
-export interface EvalFlags {
-  set?: string[];
-  baselines?: string;
-  json?: string;
-  csv?: string;
-  samplesPerItem?: number;
-  quiet?: boolean;
-}
-
-function parseBaselines(v: string | undefined): RunConfig['eval']['baselines'] | undefined {
-  if (v === undefined) return undefined;
-  if (v === 'all' || v === 'none') return v;
-  return v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** Evaluates a run's trained team (a run directory) or a config's untrained models, with baselines. */
-export async function evaluateTarget(target: string, flags: EvalFlags = {}): Promise<EvalReport> {
-  const run = await prepareRun(target, flags.set ?? []);
-  const trained = isRunDir(target);
-  const baselines = selectBaselines(run.env, parseBaselines(flags.baselines) ?? run.config.eval.baselines, flags.baselines ? '--baselines' : 'eval.baselines');
-  if (run.split.eval.length === 0) throw new Error(`${run.file}: the environment's eval split is empty`);
-  const base = run.models.map((m) => LanguageModel.load(m));
-  const team = trained
-    ? { method: 'magrpo', description: 'the trained team', models: loadTeamModels(teamFolders(target, run.models.length), run.models) }
-    : { method: 'untrained team', description: 'the configured models before training', models: base };
-  const report = await evaluateMethods({
-    env: run.env,
-    items: run.split.eval,
-    team,
-    baselines,
-    baseModels: base,
-    sampling: inferenceSampling(run.config.eval, run.trainer),
-    samplesPerItem: flags.samplesPerItem ?? run.config.eval.samples_per_item,
-    numTurns: run.trainer.num_turns,
-    quiet: isQuiet(flags.quiet),
-  });
-  if (trained) writeFileSync(join(target, RUN_FILES.eval), `${JSON.stringify(report, null, 2)}\n`);
-  writeEvalOutputs(report, flags);
-  return report;
-}
 
 export function registerEval(program: Command): void {
   program

@@ -59,8 +59,9 @@ export async function train(target: string | undefined, flags: TrainFlags = {}):
   const server = dashboard as DashboardServer | null;
   if (server) {
     if (!isQuiet(flags.quiet)) {
+      const interrupted = untilInterrupted(); // before the message, which invites Ctrl-C
       process.stderr.write(`dashboard still at ${server.url} (Ctrl-C to exit)\n`);
-      await untilInterrupted();
+      await interrupted;
     }
     await server.close();
   }

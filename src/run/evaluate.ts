@@ -1,17 +1,20 @@
 /**
  * The eval table: a team (trained or not) and the environment's inference baselines on the same
  * eval items with the same sampling, scored by environment.metrics() (the paper's columns).
- * Shared by `magrpo eval` and the final evaluation of `magrpo train`.
+ * Shared by `magrpo eval`, the final evaluation of `magrpo train` and the demo.
  */
 import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Baseline, Environment, EpisodeResult, InferenceSampling } from '../envs/environment.js';
 import { fluencyColumns } from '../envs/fluency.js';
 import { runTeam } from '../envs/run.js';
 import { loadLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { ConfigError, didYouMean, type MagrpoConfig } from '../rl/config.js';
-import { startProgress } from './progress.js';
+import { prepareRun } from './prepare.js';
+import { isQuiet, startProgress } from './progress.js';
 import type { RunConfig } from './run-config.js';
+import { isRunDir, RUN_FILES, teamFolders } from './run-dir.js';
 
 export interface EvalRow {
   method: string;
@@ -140,4 +143,49 @@ export function writeEvalOutputs(report: EvalReport, o: { json?: string; csv?: s
     ];
     writeFileSync(o.csv, `${lines.join('\n')}\n`);
   }
+}
+
+/** Options of evaluateTarget (the flags of `magrpo eval`). */
+export interface EvalFlags {
+  set?: string[];
+  baselines?: string;
+  json?: string;
+  csv?: string;
+  samplesPerItem?: number;
+  quiet?: boolean;
+}
+
+function parseBaselines(v: string | undefined): RunConfig['eval']['baselines'] | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'all' || v === 'none') return v;
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Evaluates a run's trained team (a run directory) or a config's untrained models, with baselines. */
+export async function evaluateTarget(target: string, flags: EvalFlags = {}): Promise<EvalReport> {
+  const run = await prepareRun(target, flags.set ?? []);
+  const trained = isRunDir(target);
+  const baselines = selectBaselines(run.env, parseBaselines(flags.baselines) ?? run.config.eval.baselines, flags.baselines ? '--baselines' : 'eval.baselines');
+  if (run.split.eval.length === 0) throw new Error(`${run.file}: the environment's eval split is empty`);
+  const base = run.models.map((m) => LanguageModel.load(m));
+  const team = trained
+    ? { method: 'magrpo', description: 'the trained team', models: loadTeamModels(teamFolders(target, run.models.length), run.models) }
+    : { method: 'untrained team', description: 'the configured models before training', models: base };
+  const report = await evaluateMethods({
+    env: run.env,
+    items: run.split.eval,
+    team,
+    baselines,
+    baseModels: base,
+    sampling: inferenceSampling(run.config.eval, run.trainer),
+    samplesPerItem: flags.samplesPerItem ?? run.config.eval.samples_per_item,
+    numTurns: run.trainer.num_turns,
+    quiet: isQuiet(flags.quiet),
+  });
+  if (trained) writeFileSync(join(target, RUN_FILES.eval), `${JSON.stringify(report, null, 2)}\n`);
+  writeEvalOutputs(report, flags);
+  return report;
 }

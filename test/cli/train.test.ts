@@ -11,10 +11,11 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Command } from 'commander';
 import { printRuns, registerDashboard } from '../../src/cli/dashboard.js';
-import { evaluateTarget, registerEval } from '../../src/cli/eval.js';
+import { registerEval } from '../../src/cli/eval.js';
 import { registerInit } from '../../src/cli/init.js';
 import { registerSchema } from '../../src/cli/schema.js';
 import { registerTrain, train } from '../../src/cli/train.js';
+import { evaluateTarget } from '../../src/run/evaluate.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
