@@ -7,18 +7,21 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { readJsonlGz } from '../data/build-corpus.js';
+import { cpuInfo, isaSummary } from '../engine/cpu.js';
+import { backend } from '../engine/runtime.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
 import { saveModel } from '../model/load.js';
 import { LanguageModel } from '../model/pretrained.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';
+import { meanTextFluency } from '../text/fluency.js';
 import type { PretrainState } from './checkpoint.js';
 import { CODE_STOP_STRINGS, type CodeEvalResult, evaluateCode } from './code-eval.js';
 import type { PretrainConfig } from './config.js';
 import { sha256File } from './dataset.js';
 import { meanTokenNll } from './evaluate.js';
 import { MetricsLog, plotLoss, series } from './metrics.js';
-import { type EvalJson, renderModelCard, type Sample } from './model-card.js';
+import { type CorpusSource, type EvalJson, renderModelCard, type Sample } from './model-card.js';
 import type { PretrainData } from './train.js';
 
 export const EVAL_VERSION = 1;
@@ -82,9 +85,15 @@ export async function exportModel(input: ExportInput, opts: ExportOptions = {}):
   const trainLosses = series(entries, 'train/loss').slice(-FINAL_LOSS_STEPS);
   const vals = series(entries, 'val/loss').filter(([s]) => s === state.step);
 
-  const trainText = readJsonlGz(c.data.train)
-    .map((d) => d.text)
-    .join('\n');
+  const trainDocs = readJsonlGz(c.data.train);
+  const trainText = trainDocs.map((d) => d.text).join('\n');
+  const bySource = new Map<string, CorpusSource>();
+  for (const d of trainDocs) {
+    const s = bySource.get(d.source) ?? { source: d.source, docs: 0, chars: 0 };
+    s.docs++;
+    s.chars += d.text.length;
+    bySource.set(d.source, s);
+  }
   let code: CodeEvalResult | null = null;
   if (c.export.code_eval_tasks > 0) {
     log(`export: ${c.export.code_eval_tasks} held-out Python completions`);
@@ -97,6 +106,8 @@ export async function exportModel(input: ExportInput, opts: ExportOptions = {}):
   }
   log('export: samples');
   const samples = sampleTexts(lm, code, c);
+  const fluencySamples = proseForFluency(lm, c);
+  const cpu = cpuInfo();
 
   const tokensPerStep = c.train.micro_batch_size * c.train.grad_accum_steps * T;
   const evalJson: EvalJson = {
@@ -127,6 +138,8 @@ export async function exportModel(input: ExportInput, opts: ExportOptions = {}):
       perplexity: Math.exp(nll.meanNll),
     },
     code: code === null ? null : withoutCompletions(code),
+    prose_fluency: { samples: fluencySamples.length, ...meanTextFluency(fluencySamples) },
+    machine: { cpu: cpu.modelName, isa: isaSummary(cpu), threads: backend().getNumThreads(), backend: backend().name },
   };
   writeFileAtomic(join(dir, 'eval.json'), [`${JSON.stringify(evalJson, null, 2)}\n`]);
   if (code !== null)
@@ -149,6 +162,7 @@ export async function exportModel(input: ExportInput, opts: ExportOptions = {}):
     valCurve: series(entries, 'val/loss'),
     proseSampling: PROSE_SAMPLING,
     codeStops: CODE_STOP_STRINGS,
+    sources: [...bySource.values()],
   });
   writeFileAtomic(join(dir, 'README.md'), [card]);
   return evalJson;
@@ -168,6 +182,14 @@ function sampleTexts(lm: LanguageModel, code: CodeEvalResult | null, c: Pretrain
   );
   const prose = PROSE_PROMPTS.map((prompt, i) => ({ prompt, completion: out[i].text }));
   return { prose, code: codeSamples(code) };
+}
+
+/** 8 completions per prose prompt (seeds differ from the card's samples), for the fluency figures. */
+function proseForFluency(lm: LanguageModel, c: PretrainConfig): string[] {
+  const bos = lm.tokenizer.bosId === null ? '' : lm.tokenizer.decode([lm.tokenizer.bosId]);
+  const prompts = PROSE_PROMPTS.flatMap((p) => new Array<string>(8).fill(bos + p));
+  const out = lm.sample(prompts, { ...PROSE_SAMPLING, maxNewTokens: Math.min(PROSE_SAMPLING.maxNewTokens, c.model.context_length - 16), rng: c.seed + 1 });
+  return out.map((o) => o.text);
 }
 
 function codeSamples(code: CodeEvalResult | null): Sample[] {

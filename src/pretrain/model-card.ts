@@ -34,6 +34,17 @@ export interface EvalJson {
     perplexity: number;
   };
   code: Omit<CodeEvalResult, 'completions'> | null;
+  /** Fluency of sampled prose (src/text/fluency.ts), averaged over `samples` completions. */
+  prose_fluency?: { samples: number; word_validity: number; distinct_2: number; repetition: number };
+  /** Where training ran (cpu model, ISA, threads, backend). */
+  machine?: Record<string, string | number>;
+}
+
+/** One source of the training corpus: its share of documents and characters. */
+export interface CorpusSource {
+  source: string;
+  docs: number;
+  chars: number;
 }
 
 export interface Sample {
@@ -53,6 +64,8 @@ export interface ModelCardInput {
   valCurve: readonly (readonly [number, number])[];
   proseSampling: { temperature: number; topP: number; maxNewTokens: number };
   codeStops: readonly string[];
+  /** Documents and characters per `source` of the training corpus. */
+  sources: readonly CorpusSource[];
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -86,6 +99,16 @@ function valCurveLines(curve: ModelCardInput['valCurve']): string[] {
     lines.push(`Over the last ${int(s1 - s0)} steps the validation loss changed by ${(l1 - l0).toFixed(4)} nats (${(100 * rel).toFixed(1)}%): ${verdict}`, '');
   }
   return lines;
+}
+
+const PROSE_PER_PROMPT_NOTE = 'the prompts above, several seeds each';
+
+/** The corpus sources as a table, largest first. */
+function sourceLines(sources: readonly CorpusSource[]): string[] {
+  if (sources.length === 0) return [];
+  const chars = sources.reduce((a, s) => a + s.chars, 0);
+  const rows = [...sources].sort((a, b) => b.chars - a.chars).map((s) => `| ${s.source} | ${int(s.docs)} | ${int(s.chars)} | ${pct(s.chars / chars)} |`);
+  return ['| source | documents | characters | share |', '| --- | --- | --- | --- |', ...rows, ''];
 }
 
 export function renderModelCard(x: ModelCardInput): string {
@@ -124,11 +147,10 @@ export function renderModelCard(x: ModelCardInput): string {
     '',
     '## Data',
     '',
-    'The training split of the project corpus — public-domain and permissively licensed English prose',
-    '(Moby-Dick, State of the Union addresses, the Brown Corpus) plus code (30-seconds-of-code JavaScript',
-    'snippets and generated, verified Python functions); sources, licences and processing are in the',
-    '[data card](../../data/README.md). HumanEval is not part of it.',
+    `The training corpus \`${c.data.train}\` — public-domain and permissively licensed English prose, documentation`,
+    'and code; sources, licences and processing are in the [data card](../../data/README.md). HumanEval is not part of it.',
     '',
+    ...sourceLines(x.sources),
     '| file | sha256 |',
     '| --- | --- |',
     `| \`${c.data.train}\` | \`${x.trainCorpusSha256}\` |`,
@@ -152,6 +174,13 @@ export function renderModelCard(x: ModelCardInput): string {
     `| gradient clipping | ${t.grad_clip === null ? 'off' : `global norm ${t.grad_clip}`} |`,
     `| seed | ${c.seed} |`,
     `| wall time | ${duration(tr.wall_time_s)} (${int(tr.wall_time_s)} s, validation passes included) |`,
+    ...(e.machine
+      ? [
+          `| machine | ${Object.entries(e.machine)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')} |`,
+        ]
+      : []),
     `| final training loss | ${finalTrain} |`,
     `| final validation loss | ${finalVal} (F32 weights, fixed windows below) |`,
     '',
@@ -192,6 +221,13 @@ export function renderModelCard(x: ModelCardInput): string {
     '',
   );
   for (const s of x.samples.prose) lines.push(fence(`${s.prompt}⟨${s.completion}⟩`), '');
+  const f = e.prose_fluency;
+  if (f)
+    lines.push(
+      `Fluency of ${f.samples} such prose completions (${PROSE_PER_PROMPT_NOTE}; src/text/fluency.ts): word validity ${pct(f.word_validity)} of letters in real words,`,
+      `distinct-2 ${f.distinct_2.toFixed(3)}, repetition ${f.repetition.toFixed(3)}.`,
+      '',
+    );
   if (x.samples.code.length > 0) {
     lines.push('Code (the first held-out tasks above; the completion is between ⟨ ⟩):', '');
     for (const s of x.samples.code) lines.push(fence(`${s.prompt}⟨${s.completion}⟩`, 'python'), '');

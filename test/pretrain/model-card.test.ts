@@ -56,6 +56,10 @@ const input: ModelCardInput = {
   ],
   proseSampling: { temperature: 0.8, topP: 0.95, maxNewTokens: 60 },
   codeStops: ['\ndef '],
+  sources: [
+    { source: 'brown', docs: 10, chars: 1000 },
+    { source: 'python-gen', docs: 30, chars: 3000 },
+  ],
 };
 
 test('a run stopped early says exactly how far it got', () => {
@@ -69,7 +73,23 @@ test('a run stopped early says exactly how far it got', () => {
   assert.ok(card.includes('```\nCall me Ishmael.⟨ The sea.⟩\n```'));
   assert.ok(!card.includes('**Code.**'), 'no code section without a code evaluation');
   assert.ok(card.includes('| 250 | 4.5000 |  |\n| 500 | 4.2000 | -0.3000 |'));
+  assert.ok(card.includes('| python-gen | 30 | 3,000 | 75.0% |\n| brown | 10 | 1,000 | 25.0% |'), 'sources, largest first, with shares');
+  assert.ok(!card.includes('word validity'), 'no fluency line without measured fluency');
   assert.ok(card.includes('Over the last 250 steps the validation loss changed by -0.3000 nats (-6.7%): it had **not flattened**'));
+});
+
+test('prose fluency and the machine are reported when measured', () => {
+  const card = renderModelCard({
+    ...input,
+    eval: {
+      ...evalJson,
+      prose_fluency: { samples: 24, word_validity: 0.912, distinct_2: 0.81, repetition: 0.05 },
+      machine: { cpu: 'AMD EPYC', threads: 2 },
+    },
+  });
+  assert.ok(card.includes('Fluency of 24 such prose completions'));
+  assert.ok(card.includes('word validity 91.2% of letters in real words'));
+  assert.ok(card.includes('| machine | cpu AMD EPYC, threads 2 |'));
 });
 
 test('a completed run with code evidence reports both shares', () => {
