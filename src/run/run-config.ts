@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { ENV_NAMES, ENVIRONMENTS, envEntry } from '../envs/registry.js';
-import { type ConfigIssue, didYouMean, formatIssues, MagrpoConfigSchema, TRAINER_KEYS, unknownTrainerKey } from '../rl/config.js';
+import { CONFIG_LIMITS, type ConfigIssue, didYouMean, formatIssues, MagrpoConfigSchema, TRAINER_KEYS, unknownTrainerKey } from '../rl/config.js';
 import { applyTrlNames, TRL_ALIASES } from '../rl/trl-names.js';
 
 const posInt = () => z.number().int().min(1);
@@ -30,18 +30,18 @@ export const EvalSectionSchema = z.strictObject({
     .union([z.enum(['all', 'none']), z.array(z.string()).min(1)])
     .default('all')
     .describe("the environment's inference baselines to compare with: all, none, or a list of names"),
-  samples_per_item: posInt().default(1).describe('episodes per eval item (pass@k needs k)'),
+  samples_per_item: posInt().max(CONFIG_LIMITS.generations).default(1).describe('episodes per eval item (pass@k needs k)'),
   seed: z.number().int().min(0).default(0).describe('sampling seed of the evaluation'),
   temperature: z.number().min(0).nullable().default(null).describe('sampling temperature (null = trainer.temperature; 0 = greedy)'),
   top_p: z.number().gt(0).max(1).nullable().default(null).describe('nucleus threshold (null = trainer.top_p)'),
-  top_k: posInt().nullable().default(null).describe('top-k (null = trainer.top_k)'),
-  max_new_tokens: posInt().nullable().default(null).describe('generation cap (null = trainer.max_new_tokens)'),
+  top_k: posInt().max(1 << 20).nullable().default(null).describe('top-k (null = trainer.top_k)'),
+  max_new_tokens: posInt().max(CONFIG_LIMITS.newTokens).nullable().default(null).describe('generation cap (null = trainer.max_new_tokens)'),
 });
 
 export const SamplesSectionSchema = z.strictObject({
   every: z.number().int().min(0).default(1).describe('record the rollout trees of items 0, n, 2n, … of each epoch in samples.jsonl (0 = never)'),
-  max_records: posInt().default(500).describe('stop recording after this many trees (bounds samples.jsonl)'),
-  max_chars: posInt().default(2000).describe('truncate every prompt and completion to this many characters'),
+  max_records: posInt().max(1_000_000).default(500).describe('stop recording after this many trees (bounds samples.jsonl)'),
+  max_chars: posInt().max(10_000_000).default(2000).describe('truncate every prompt and completion to this many characters'),
 });
 
 export const DashboardSectionSchema = z.strictObject({

@@ -32,6 +32,9 @@ const CASES: Case[] = [
   ['num_agents 1e6', `${head}trainer:\n  num_agents: 1000000\n`, /trainer\.num_agents: got 1000000/],
   ['max_new_tokens 2^40', `${head}trainer:\n  max_new_tokens: 1099511627776\n`, /trainer\.max_new_tokens/],
   ['rollout_buffer_size 1e12', `${head}trainer:\n  rollout_buffer_size: 1e12\n`, /trainer\.rollout_buffer_size/],
+  ['eval.samples_per_item 1e9', `${head}eval:\n  samples_per_item: 1000000000\n`, /eval\.samples_per_item/],
+  ['eval.max_new_tokens 2^40', `${head}eval:\n  max_new_tokens: 1099511627776\n`, /eval\.max_new_tokens/],
+  ['samples.max_chars 1e12', `${head}samples:\n  max_chars: 1000000000000\n`, /samples\.max_chars/],
   ['lora rank 1e9', `${head}trainer:\n  lora: {r: 1000000000, alpha: 1, target_modules: [q_proj]}\n`, /trainer\.lora\.r/],
   [
     'cross-mode tree explosion',
