@@ -1,0 +1,354 @@
+/**
+ * GGUF v3 export, llama.cpp's model format (so trained agents run in llama.cpp and Ollama).
+ *
+ * File layout (little-endian): "GGUF", version u32 = 3, tensor count u64, metadata count u64;
+ * metadata as (key string, type u32, value); tensor infos as (name, n_dims u32, dims u64 ×
+ * n_dims innermost first, ggml type u32, data offset u64); zero padding to the alignment (32);
+ * then each tensor's data at its offset, every one padded to the alignment. Strings are a u64
+ * byte length then UTF-8 bytes.
+ *
+ * The metadata and tensor names are those llama.cpp's convert_hf_to_gguf.py writes for a HF
+ * Llama (or Qwen2) checkpoint with a GPT-2-style byte-level BPE tokenizer. Like that script, Q
+ * and K projection rows are permuted for the `llama` architecture: HF's rotary embedding pairs
+ * dimension i with i + D/2 of each head, llama.cpp's (non-NeoX) one pairs 2i with 2i + 1.
+ * Qwen2 uses NeoX-style rope in llama.cpp, so its weights are written unpermuted.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from './atomic-write.js';
+import type { LlamaConfig } from './config.js';
+import { CheckpointError } from './errors.js';
+import { loadLora, mergeLora } from './lora.js';
+import { LanguageModel } from './pretrained.js';
+import { f32ToF16 } from './safetensors.js';
+
+/** GGUF metadata value types (gguf-py GGUFValueType). */
+export const GGUF_TYPE = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12 } as const;
+/** ggml tensor types written here. */
+export const GGML_TYPE = { F32: 0, F16: 1 } as const;
+/** llama.cpp token types (gguf-py TokenType). */
+export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
+export const GGUF_ALIGNMENT = 32;
+
+export type GgufValue =
+  | { type: 'u32' | 'i32' | 'f32' | 'u64'; value: number }
+  | { type: 'bool'; value: boolean }
+  | { type: 'string'; value: string }
+  | { type: 'array'; of: 'string'; value: string[] }
+  | { type: 'array'; of: 'i32' | 'u32' | 'f32'; value: number[] };
+
+export interface GgufTensor {
+  name: string;
+  /** Row-major shape, outermost first (as in PyTorch); written innermost first. */
+  shape: number[];
+  dtype: 'F32' | 'F16';
+  data: Float32Array;
+}
+
+/** Little-endian byte writer that grows as needed. */
+class Bytes {
+  private buf = Buffer.alloc(1 << 16);
+  length = 0;
+  private room(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const next = Buffer.alloc(Math.max(this.buf.length * 2, this.length + n));
+    this.buf.copy(next, 0, 0, this.length);
+    this.buf = next;
+  }
+  u32(v: number): void {
+    this.room(4);
+    this.buf.writeUInt32LE(v, this.length);
+    this.length += 4;
+  }
+  i32(v: number): void {
+    this.room(4);
+    this.buf.writeInt32LE(v, this.length);
+    this.length += 4;
+  }
+  f32(v: number): void {
+    this.room(4);
+    this.buf.writeFloatLE(v, this.length);
+    this.length += 4;
+  }
+  u64(v: number | bigint): void {
+    this.room(8);
+    this.buf.writeBigUInt64LE(BigInt(v), this.length);
+    this.length += 8;
+  }
+  u8(v: number): void {
+    this.room(1);
+    this.buf[this.length++] = v;
+  }
+  string(s: string): void {
+    const b = Buffer.from(s, 'utf8');
+    this.u64(b.length);
+    this.room(b.length);
+    b.copy(this.buf, this.length);
+    this.length += b.length;
+  }
+  pad(alignment: number): void {
+    const n = (alignment - (this.length % alignment)) % alignment;
+    this.room(n);
+    this.buf.fill(0, this.length, this.length + n);
+    this.length += n;
+  }
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
+}
+
+function writeValue(b: Bytes, v: GgufValue): void {
+  b.u32(v.type === 'array' ? GGUF_TYPE.array : GGUF_TYPE[v.type]);
+  if (v.type === 'u32') b.u32(v.value);
+  else if (v.type === 'i32') b.i32(v.value);
+  else if (v.type === 'f32') b.f32(v.value);
+  else if (v.type === 'u64') b.u64(v.value);
+  else if (v.type === 'bool') b.u8(v.value ? 1 : 0);
+  else if (v.type === 'string') b.string(v.value);
+  else {
+    b.u32(GGUF_TYPE[v.of]);
+    b.u64(v.value.length);
+    for (const x of v.value) {
+      if (v.of === 'string') b.string(x as string);
+      else if (v.of === 'i32') b.i32(x as number);
+      else if (v.of === 'u32') b.u32(x as number);
+      else b.f32(x as number);
+    }
+  }
+}
+
+function tensorBytes(t: GgufTensor): Uint8Array {
+  const expected = t.shape.reduce((a, b) => a * b, 1);
+  if (t.data.length !== expected) throw new Error(`GGUF tensor ${t.name}: ${t.data.length} values for shape [${t.shape}]`);
+  if (t.dtype === 'F32') return new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const h = f32ToF16(t.data);
+  return new Uint8Array(h.buffer, h.byteOffset, h.byteLength);
+}
+
+/** Writes a GGUF v3 file (atomically). Metadata keys keep the given order; general.alignment is added if absent. */
+export function writeGguf(file: string, metadata: [string, GgufValue][], tensors: GgufTensor[], alignment = GGUF_ALIGNMENT): void {
+  const meta: [string, GgufValue][] = metadata.some(([k]) => k === 'general.alignment')
+    ? metadata
+    : [...metadata, ['general.alignment', { type: 'u32', value: alignment }]];
+  const head = new Bytes();
+  head.u32(0x46554747); // "GGUF"
+  head.u32(3);
+  head.u64(tensors.length);
+  head.u64(meta.length);
+  for (const [key, value] of meta) {
+    head.string(key);
+    writeValue(head, value);
+  }
+  const datas = tensors.map(tensorBytes);
+  let offset = 0;
+  for (const [i, t] of tensors.entries()) {
+    head.string(t.name);
+    head.u32(t.shape.length);
+    for (let d = t.shape.length - 1; d >= 0; d--) head.u64(t.shape[d]);
+    head.u32(GGML_TYPE[t.dtype]);
+    head.u64(offset);
+    offset += datas[i].length;
+    offset += (alignment - (offset % alignment)) % alignment;
+  }
+  head.pad(alignment);
+  const headBytes = head.bytes();
+  writeFileAtomic(file, [
+    headBytes,
+    ...(function* () {
+      for (const d of datas) {
+        yield d;
+        const pad = (alignment - (d.length % alignment)) % alignment;
+        if (pad) yield new Uint8Array(pad);
+      }
+    })(),
+  ]);
+}
+
+/**
+ * HF's rotate-half layout → llama.cpp's interleaved pairs for one projection's rows
+ * (convert_hf_to_gguf.py `permute`: reshape(heads, 2, D/2, cols).swapaxes(1, 2)).
+ */
+export function permuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
+  const rows = data.length / cols;
+  const D = rows / heads;
+  if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
+  const out = new Float32Array(data.length);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < D / 2; i++)
+      for (let j = 0; j < 2; j++) {
+        const src = (h * D + j * (D / 2) + i) * cols;
+        const dst = (h * D + i * 2 + j) * cols;
+        out.set(data.subarray(src, src + cols), dst);
+      }
+  return out;
+}
+
+/** llama.cpp's name of a HF Llama tensor, or null for one it has no use for. */
+export function ggufTensorName(hf: string): string | null {
+  const fixed: Record<string, string> = {
+    'model.embed_tokens.weight': 'token_embd.weight',
+    'model.norm.weight': 'output_norm.weight',
+    'lm_head.weight': 'output.weight',
+  };
+  if (fixed[hf]) return fixed[hf];
+  const m = /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/.exec(hf);
+  if (!m) return null;
+  const parts: Record<string, string> = {
+    input_layernorm: 'attn_norm',
+    'self_attn.q_proj': 'attn_q',
+    'self_attn.k_proj': 'attn_k',
+    'self_attn.v_proj': 'attn_v',
+    'self_attn.o_proj': 'attn_output',
+    post_attention_layernorm: 'ffn_norm',
+    'mlp.gate_proj': 'ffn_gate',
+    'mlp.up_proj': 'ffn_up',
+    'mlp.down_proj': 'ffn_down',
+  };
+  const part = parts[m[2]];
+  return part ? `blk.${m[1]}.${part}.${m[3]}` : null;
+}
+
+interface HfTokenizerJson {
+  model?: { type?: string; vocab?: Record<string, number>; merges?: (string | [string, string])[] };
+  added_tokens?: { id: number; content: string; special?: boolean }[];
+  pre_tokenizer?: { type?: string; use_regex?: boolean } | null;
+}
+
+/** tokenizer.ggml.* metadata of a byte-level BPE tokenizer.json, padded to the model's vocabulary. */
+export function tokenizerMetadata(dir: string, lm: LanguageModel): [string, GgufValue][] {
+  const file = join(dir, 'tokenizer.json');
+  const json = JSON.parse(readFileSync(file, 'utf8')) as HfTokenizerJson;
+  if (json.model?.type !== 'BPE' || !json.model.vocab)
+    throw new CheckpointError(
+      'UNSUPPORTED_FEATURE',
+      file,
+      `GGUF export handles byte-level BPE tokenizers; this one is ${json.model?.type ?? 'unknown'}`,
+      'export a model with a GPT-2-style BPE tokenizer',
+    );
+  if (json.pre_tokenizer?.type !== 'ByteLevel' || json.pre_tokenizer.use_regex === false)
+    throw new CheckpointError(
+      'UNSUPPORTED_FEATURE',
+      file,
+      `GGUF export knows the GPT-2 byte-level pre-tokenizer; this one is ${JSON.stringify(json.pre_tokenizer?.type ?? null)}`,
+      "convert it with llama.cpp's convert_hf_to_gguf.py instead",
+    );
+  const V = lm.model.vocabSize;
+  const tokens: string[] = Array.from({ length: V }, (_, i) => `[PAD${i}]`);
+  const types: number[] = new Array(V).fill(TOKEN_TYPE.unused);
+  for (const [tok, id] of Object.entries(json.model.vocab)) {
+    if (id < V) {
+      tokens[id] = tok;
+      types[id] = TOKEN_TYPE.normal;
+    }
+  }
+  for (const t of json.added_tokens ?? []) {
+    if (t.id < V) {
+      tokens[t.id] = t.content;
+      types[t.id] = t.special ? TOKEN_TYPE.control : TOKEN_TYPE.userDefined;
+    }
+  }
+  const merges = (json.model.merges ?? []).map((m) => (typeof m === 'string' ? m : m.join(' ')));
+  const tk = lm.tokenizer;
+  const meta: [string, GgufValue][] = [
+    ['tokenizer.ggml.model', { type: 'string', value: 'gpt2' }],
+    ['tokenizer.ggml.pre', { type: 'string', value: 'gpt-2' }],
+    ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: tokens }],
+    ['tokenizer.ggml.token_type', { type: 'array', of: 'i32', value: types }],
+    ['tokenizer.ggml.merges', { type: 'array', of: 'string', value: merges }],
+    ['tokenizer.ggml.eos_token_id', { type: 'u32', value: tk.eosId }],
+    ['tokenizer.ggml.padding_token_id', { type: 'u32', value: tk.padId }],
+  ];
+  if (tk.bosId !== null) meta.push(['tokenizer.ggml.bos_token_id', { type: 'u32', value: tk.bosId }]);
+  const addsBos = tk.bosId !== null && tk.encode('a')[0] === tk.bosId;
+  meta.push(['tokenizer.ggml.add_bos_token', { type: 'bool', value: addsBos }], ['tokenizer.ggml.add_eos_token', { type: 'bool', value: false }]);
+  const template = chatTemplateOf(dir);
+  if (template) meta.push(['tokenizer.chat_template', { type: 'string', value: template }]);
+  return meta;
+}
+
+function chatTemplateOf(dir: string): string | null {
+  try {
+    const cfg = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as { chat_template?: unknown };
+    return typeof cfg.chat_template === 'string' ? cfg.chat_template : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface GgufExportOptions {
+  /** A PEFT LoRA folder merged into the weights first. */
+  adapter?: string;
+  /** Matrices in F16 (norms stay F32, as llama.cpp wants); default F32. */
+  dtype?: 'F32' | 'F16';
+  /** general.name (default: the folder's name). */
+  name?: string;
+}
+
+/** Writes the model folder `dir` (plus an optional merged adapter) as a GGUF file. Returns the tensor count. */
+export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: string } {
+  const lm = LanguageModel.load(dir);
+  const cfg = lm.model.config;
+  const configFile = join(dir, 'config.json');
+  if (cfg.arch !== 'llama')
+    throw new CheckpointError(
+      'UNSUPPORTED_FEATURE',
+      configFile,
+      `GGUF export supports Llama-family models; this one is ${cfg.modelType}`,
+      'export a Llama or Qwen2 model',
+    );
+  if (cfg.slidingWindow !== null)
+    throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, 'sliding-window attention is not exported', 'export a model without sliding_window');
+  if (opts.adapter) {
+    loadLora(lm.model, opts.adapter);
+    mergeLora(lm.model);
+  }
+  const arch = cfg.modelType === 'qwen2' ? 'qwen2' : 'llama';
+  if (arch === 'llama' && (cfg.mlpBias || cfg.oProjBias)) {
+    throw new CheckpointError(
+      'UNSUPPORTED_FEATURE',
+      configFile,
+      'MLP or output-projection biases have no llama.cpp tensor',
+      'export a model without mlp_bias / attention_bias',
+    );
+  }
+  const dtype = opts.dtype ?? 'F32';
+  const name = opts.name ?? (dir.replace(/\/+$/, '').split('/').pop() || 'model');
+  const metadata: [string, GgufValue][] = [
+    ['general.architecture', { type: 'string', value: arch }],
+    ['general.name', { type: 'string', value: name }],
+    ['general.file_type', { type: 'u32', value: dtype === 'F16' ? 1 : 0 }],
+    ...hyperparameters(arch, cfg),
+    ...tokenizerMetadata(dir, lm),
+  ];
+  const tensors: GgufTensor[] = [];
+  for (const [hf, p] of lm.model.params) {
+    const gg = ggufTensorName(hf);
+    if (gg === null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama/Qwen2 model');
+    let data = Float32Array.from(p.data);
+    const cols = p.shape.length === 2 ? p.shape[1] : 1;
+    if (arch === 'llama' && /\.attn_q\./.test(gg)) data = permuteForRope(data, cfg.numHeads, cols);
+    if (arch === 'llama' && /\.attn_k\./.test(gg)) data = permuteForRope(data, cfg.numKvHeads, cols);
+    tensors.push({ name: gg, shape: [...p.shape], dtype: dtype === 'F16' && p.shape.length === 2 ? 'F16' : 'F32', data });
+  }
+  writeGguf(out, metadata, tensors);
+  return { tensors: tensors.length, architecture: arch };
+}
+
+function hyperparameters(arch: string, cfg: LlamaConfig): [string, GgufValue][] {
+  const u32 = (value: number) => ({ type: 'u32', value }) as const;
+  const meta: [string, GgufValue][] = [
+    [`${arch}.vocab_size`, u32(cfg.vocabSize)],
+    [`${arch}.context_length`, u32(cfg.maxPositions)],
+    [`${arch}.embedding_length`, u32(cfg.hiddenSize)],
+    [`${arch}.block_count`, u32(cfg.numLayers)],
+    [`${arch}.feed_forward_length`, u32(cfg.intermediateSize)],
+    [`${arch}.attention.head_count`, u32(cfg.numHeads)],
+    [`${arch}.attention.head_count_kv`, u32(cfg.numKvHeads)],
+    [`${arch}.rope.freq_base`, { type: 'f32', value: cfg.ropeTheta }],
+    [`${arch}.rope.dimension_count`, u32(cfg.headDim)],
+    [`${arch}.attention.layer_norm_rms_epsilon`, { type: 'f32', value: cfg.rmsNormEps }],
+  ];
+  if (cfg.headDim * cfg.numHeads !== cfg.hiddenSize)
+    meta.push([`${arch}.attention.key_length`, u32(cfg.headDim)], [`${arch}.attention.value_length`, u32(cfg.headDim)]);
+  return meta;
+}

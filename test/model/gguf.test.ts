@@ -1,0 +1,240 @@
+/**
+ * GGUF export: the file is parsed back by a reader written here from the format description
+ * (not the writer's code), and, when a Python with the `gguf` package is around (.cache/gguf-venv,
+ * `pip install gguf`), by llama.cpp's own gguf-py reader too.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { Rng } from '../../src/engine/rng.js';
+import { exportGguf } from '../../src/model/gguf.js';
+import { applyLora, mergeLora, saveLora } from '../../src/model/lora.js';
+import { LanguageModel } from '../../src/model/pretrained.js';
+import { f16ToF32 } from '../../src/model/safetensors.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const MICRO = join(ROOT, 'models', 'micro');
+const tmp = mkdtempSync(join(tmpdir(), 'magrpo-gguf-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+interface Parsed {
+  version: number;
+  meta: Map<string, unknown>;
+  tensors: Map<string, { dims: number[]; type: number; offset: number; data: Float32Array }>;
+  dataStart: number;
+}
+
+/** A GGUF reader from the spec: header, typed KV pairs, tensor infos, aligned data section. */
+function parseGguf(file: string): Parsed {
+  const buf = readFileSync(file);
+  let at = 0;
+  const u32 = () => {
+    const v = buf.readUInt32LE(at);
+    at += 4;
+    return v;
+  };
+  const u64 = () => {
+    const v = Number(buf.readBigUInt64LE(at));
+    at += 8;
+    return v;
+  };
+  const str = () => {
+    const n = u64();
+    const s = buf.toString('utf8', at, at + n);
+    at += n;
+    return s;
+  };
+  const value = (type: number): unknown => {
+    switch (type) {
+      case 0:
+        return buf.readUInt8(at++);
+      case 4:
+        return u32();
+      case 5: {
+        const v = buf.readInt32LE(at);
+        at += 4;
+        return v;
+      }
+      case 6: {
+        const v = buf.readFloatLE(at);
+        at += 4;
+        return v;
+      }
+      case 7:
+        return buf.readUInt8(at++) === 1;
+      case 8:
+        return str();
+      case 9: {
+        const t = u32();
+        const n = u64();
+        return Array.from({ length: n }, () => value(t));
+      }
+      case 10:
+        return u64();
+      default:
+        throw new Error(`value type ${type} not expected in this file`);
+    }
+  };
+  assert.equal(buf.toString('ascii', 0, 4), 'GGUF');
+  at = 4;
+  const version = u32();
+  const nTensors = u64();
+  const nKv = u64();
+  const meta = new Map<string, unknown>();
+  for (let i = 0; i < nKv; i++) {
+    const k = str();
+    meta.set(k, value(u32()));
+  }
+  const infos: { name: string; dims: number[]; type: number; offset: number }[] = [];
+  for (let i = 0; i < nTensors; i++) {
+    const name = str();
+    const nd = u32();
+    const dims = Array.from({ length: nd }, () => u64());
+    infos.push({ name, dims, type: u32(), offset: u64() });
+  }
+  const align = (meta.get('general.alignment') as number | undefined) ?? 32;
+  const dataStart = Math.ceil(at / align) * align;
+  const tensors = new Map<string, { dims: number[]; type: number; offset: number; data: Float32Array }>();
+  for (const t of infos) {
+    const n = t.dims.reduce((a, b) => a * b, 1);
+    const start = dataStart + t.offset;
+    const bytes = buf.subarray(start, start + n * (t.type === 0 ? 4 : 2));
+    const copy = Uint8Array.from(bytes);
+    const data = t.type === 0 ? new Float32Array(copy.buffer) : f16ToF32(new Uint16Array(copy.buffer));
+    tensors.set(t.name, { ...t, data });
+  }
+  return { version, meta, tensors, dataStart };
+}
+
+describe('GGUF export', () => {
+  const lm = LanguageModel.load(MICRO);
+  const cfg = lm.model.config as import('../../src/model/config.js').LlamaConfig;
+  const file = join(tmp, 'micro.gguf');
+  exportGguf(MICRO, file);
+  const g = parseGguf(file);
+
+  it('writes a v3 header with llama metadata from config.json', () => {
+    assert.equal(g.version, 3);
+    assert.equal(g.meta.get('general.architecture'), 'llama');
+    assert.equal(g.meta.get('general.alignment'), 32);
+    assert.equal(g.meta.get('general.file_type'), 0);
+    assert.equal(g.meta.get('llama.context_length'), 256);
+    assert.equal(g.meta.get('llama.embedding_length'), 16);
+    assert.equal(g.meta.get('llama.block_count'), 2);
+    assert.equal(g.meta.get('llama.feed_forward_length'), 48);
+    assert.equal(g.meta.get('llama.attention.head_count'), 2);
+    assert.equal(g.meta.get('llama.attention.head_count_kv'), 2);
+    assert.equal(g.meta.get('llama.rope.freq_base'), 10000);
+    assert.equal(g.meta.get('llama.rope.dimension_count'), 8);
+    assert.ok(Math.abs((g.meta.get('llama.attention.layer_norm_rms_epsilon') as number) - 1e-5) < 1e-10);
+  });
+
+  it('carries the tokenizer: gpt2 BPE tokens, types, merges, special ids, chat template', () => {
+    assert.equal(g.meta.get('tokenizer.ggml.model'), 'gpt2');
+    assert.equal(g.meta.get('tokenizer.ggml.pre'), 'gpt-2');
+    const tokens = g.meta.get('tokenizer.ggml.tokens') as string[];
+    const types = g.meta.get('tokenizer.ggml.token_type') as number[];
+    assert.equal(tokens.length, 4096);
+    assert.equal(types.length, 4096);
+    const json = JSON.parse(readFileSync(join(MICRO, 'tokenizer.json'), 'utf8'));
+    for (const [tok, id] of Object.entries(json.model.vocab as Record<string, number>).slice(0, 500)) assert.equal(tokens[id], tok);
+    assert.equal(tokens[0], '<|bos|>');
+    assert.equal(types[0], 3, 'special tokens are CONTROL');
+    assert.equal(types[300], 1);
+    const merges = g.meta.get('tokenizer.ggml.merges') as string[];
+    assert.equal(merges.length, json.model.merges.length);
+    assert.equal(merges[0], typeof json.model.merges[0] === 'string' ? json.model.merges[0] : json.model.merges[0].join(' '));
+    assert.equal(g.meta.get('tokenizer.ggml.bos_token_id'), 0);
+    assert.equal(g.meta.get('tokenizer.ggml.eos_token_id'), 1);
+    assert.equal(g.meta.get('tokenizer.ggml.padding_token_id'), 2);
+    assert.equal(g.meta.get('tokenizer.ggml.add_bos_token'), false);
+    assert.match(g.meta.get('tokenizer.chat_template') as string, /add_generation_prompt/);
+  });
+
+  it("names tensors as llama.cpp, dims innermost first, data aligned and equal (Q/K rows in llama.cpp's rope order)", () => {
+    const names = [...g.tensors.keys()];
+    assert.equal(names.length, 1 + 2 * 9 + 1, 'tied embeddings: no output.weight');
+    assert.ok(!g.tensors.has('output.weight'));
+    assert.deepEqual(g.tensors.get('token_embd.weight')?.dims, [16, 4096]);
+    assert.deepEqual(g.tensors.get('blk.0.ffn_gate.weight')?.dims, [16, 48]);
+    assert.deepEqual(g.tensors.get('blk.1.ffn_down.weight')?.dims, [48, 16]);
+    for (const t of g.tensors.values()) assert.equal((g.dataStart + t.offset) % 32, 0, `${t.name} aligned`);
+    const same = (gg: string, hf: string) => assert.deepEqual(g.tensors.get(gg)?.data, lm.model.param(hf).data, gg);
+    same('token_embd.weight', 'model.embed_tokens.weight');
+    same('output_norm.weight', 'model.norm.weight');
+    same('blk.1.attn_norm.weight', 'model.layers.1.input_layernorm.weight');
+    same('blk.1.attn_v.weight', 'model.layers.1.self_attn.v_proj.weight');
+    same('blk.1.attn_output.weight', 'model.layers.1.self_attn.o_proj.weight');
+    same('blk.0.ffn_up.weight', 'model.layers.0.mlp.up_proj.weight');
+    // Q/K: llama.cpp row h·D + 2i + j holds HF row h·D + j·D/2 + i (rotate-half → interleaved pairs).
+    const D = cfg.headDim;
+    const C = cfg.hiddenSize;
+    for (const [gg, hf] of [
+      ['blk.0.attn_q.weight', 'model.layers.0.self_attn.q_proj.weight'],
+      ['blk.1.attn_k.weight', 'model.layers.1.self_attn.k_proj.weight'],
+    ]) {
+      const ours = g.tensors.get(gg)?.data as Float32Array;
+      const theirs = lm.model.param(hf).data;
+      assert.notDeepEqual(ours, theirs, 'permuted');
+      for (let h = 0; h < 2; h++)
+        for (let i = 0; i < D / 2; i++)
+          for (let j = 0; j < 2; j++) for (let c = 0; c < C; c++) assert.equal(ours[(h * D + 2 * i + j) * C + c], theirs[(h * D + j * (D / 2) + i) * C + c]);
+    }
+  });
+
+  it('f16: matrices as F16 (norms F32), values within f16 rounding', () => {
+    const f16 = join(tmp, 'micro-f16.gguf');
+    exportGguf(MICRO, f16, { dtype: 'F16' });
+    const h = parseGguf(f16);
+    assert.equal(h.meta.get('general.file_type'), 1);
+    assert.equal(h.tensors.get('blk.0.ffn_up.weight')?.type, 1);
+    assert.equal(h.tensors.get('blk.0.ffn_norm.weight')?.type, 0);
+    const a = h.tensors.get('blk.0.ffn_up.weight')?.data as Float32Array;
+    const b = lm.model.param('model.layers.0.mlp.up_proj.weight').data;
+    for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) <= Math.abs(b[i]) * 1e-3 + 1e-7);
+  });
+
+  it('merges a LoRA adapter before writing', () => {
+    const trained = LanguageModel.load(MICRO);
+    applyLora(trained.model, { r: 2, alpha: 4, targetModules: ['v_proj', 'up_proj'] }, new Rng(1));
+    const rng = new Rng(2);
+    for (const ad of trained.model.lora.values()) for (let i = 0; i < ad.B.size; i++) ad.B.data[i] = rng.normal() * 0.1;
+    const adapter = join(tmp, 'adapter');
+    saveLora(trained.model, adapter, MICRO);
+    mergeLora(trained.model);
+    const out = join(tmp, 'merged.gguf');
+    exportGguf(MICRO, out, { adapter });
+    const m = parseGguf(out);
+    const got = m.tensors.get('blk.1.attn_v.weight')?.data as Float32Array;
+    const want = trained.model.param('model.layers.1.self_attn.v_proj.weight').data;
+    assert.notDeepEqual(want, lm.model.param('model.layers.1.self_attn.v_proj.weight').data, 'the adapter changes the weight');
+    for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - want[i]) < 1e-6);
+  });
+
+  const py = join(ROOT, '.cache', 'gguf-venv', 'bin', 'python');
+  it("llama.cpp's gguf-py reads the same file", {
+    skip: existsSync(py) ? false : 'no .cache/gguf-venv (python -m venv .cache/gguf-venv && .cache/gguf-venv/bin/pip install gguf)',
+  }, () => {
+    const script = `
+import sys, json
+from gguf import GGUFReader
+r = GGUFReader(sys.argv[1])
+f = r.fields
+def s(k): return bytes(f[k].parts[f[k].data[0]]).decode()
+def n(k): return f[k].parts[f[k].data[0]].tolist()[0]
+t = {x.name: (list(map(int, x.shape)), int(x.tensor_type), float(x.data.flatten()[5])) for x in r.tensors}
+print(json.dumps({"arch": s("general.architecture"), "blocks": n("llama.block_count"), "ntok": len(f["tokenizer.ggml.tokens"].data), "tensors": t}))
+`;
+    const r = spawnSync(py, ['-c', script, file], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout);
+    assert.equal(out.arch, 'llama');
+    assert.equal(out.blocks, 2);
+    assert.equal(out.ntok, 4096);
+    assert.deepEqual(out.tensors['token_embd.weight'][0], [16, 4096]);
+    assert.ok(Math.abs(out.tensors['blk.0.ffn_up.weight'][2] - lm.model.param('model.layers.0.mlp.up_proj.weight').data[5]) < 1e-7);
+  });
+});
