@@ -1,0 +1,229 @@
+"""One agent's learner: a Hugging Face causal LM (with PEFT LoRA adapters, or all weights
+trainable), AdamW with magrpo's hyperparameters and LR schedule, data parallel over the
+torch.distributed group (DDP) when there is one."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from .loss import lr_multiplier, sample_loss
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+class Scorer(torch.nn.Module):
+    """log pi(token) of every completion token and the entropy of its row; the LM head runs only
+    on rows that predict a completion token (as src/model/logprobs.ts)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.decoder = base.base_model
+        self.head = base.get_output_embeddings()
+
+    def forward(self, ids, mask, rows, targets):
+        hidden = self.decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        h = hidden.reshape(-1, hidden.shape[-1])[rows]
+        logits = self.head(h)
+        lsm = torch.log_softmax(logits.to(torch.float32) if logits.dtype == torch.bfloat16 else logits, -1)
+        lp = lsm.gather(-1, targets[:, None])[:, 0]
+        entropy = -(lsm.exp() * lsm).sum(-1).detach()
+        return lp, entropy
+
+
+def world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class AgentLearner:
+    def __init__(self, req: dict, device: torch.device, parallel: str):
+        import transformers
+        from transformers import AutoModelForCausalLM
+
+        self.req = req
+        self.device = device
+        self.dtype = DTYPES[req["dtype"]]
+        self.loss_cfg = req["loss"]
+        self.opt_cfg = req["optimizer"]
+        self.model_dir = req["model_dir"]
+        kw = {"dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype": self.dtype}
+        if self.dtype == torch.float64:
+            kw["attn_implementation"] = "eager"
+        model = AutoModelForCausalLM.from_pretrained(self.model_dir, **kw)
+        lora = req.get("lora")
+        if lora:
+            from peft import LoraConfig, PeftModel, get_peft_model
+
+            if req.get("init_adapter"):
+                model = PeftModel.from_pretrained(model, req["init_adapter"], is_trainable=True)
+            else:
+                cfg = LoraConfig(r=lora["r"], lora_alpha=lora["alpha"], target_modules=lora["target_modules"], lora_dropout=0.0,
+                                 bias="none", task_type="CAUSAL_LM", fan_in_fan_out=model.config.model_type == "gpt2")
+                model = get_peft_model(model, cfg)
+            if self.dtype != torch.bfloat16:
+                model.to(self.dtype)
+        model.to(device)
+        self.model = model
+        self.params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("no trainable parameters (lora.target_modules matched nothing?)")
+        for _, p in self.params:
+            p.grad = torch.zeros_like(p)
+        self.scorer = Scorer(model)
+        self.rank, self.world = world()
+        if parallel == "fsdp":
+            raise ValueError("parallel fsdp is not implemented in this version of magrpo_learner (learner/README.md, 'FSDP')")
+        if self.world > 1:
+            ids = [device.index] if device.type == "cuda" else None
+            self.scorer = torch.nn.parallel.DistributedDataParallel(self.scorer, device_ids=ids)
+        o = self.opt_cfg
+        self.opt = torch.optim.AdamW([p for _, p in self.params], lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
+        self.steps = 0
+
+    # ---- forward_backward ---------------------------------------------------------------------
+
+    def _batch(self, samples: list[tuple[int, dict]]):
+        """One right-padded batch over every scored completion of `samples`."""
+        seqs, rows, targets, owner = [], [], [], []
+        for i, s in samples:
+            for g, c in enumerate(s["completions"]):
+                if c:
+                    seqs.append(s["prompt_ids"] + c)
+                    owner.append((i, g, len(s["prompt_ids"]), len(c)))
+        T = max(len(x) for x in seqs)
+        ids = torch.zeros(len(seqs), T, dtype=torch.long)
+        mask = torch.zeros(len(seqs), T, dtype=torch.long)
+        for b, x in enumerate(seqs):
+            ids[b, : len(x)] = torch.tensor(x)
+            ids[b, len(x):] = x[-1]
+            mask[b, : len(x)] = 1
+        for b, (i, g, p, n) in enumerate(owner):
+            rows.extend(b * T + p - 1 + j for j in range(n))
+            targets.extend(seqs[b][p:p + n])
+        t = lambda v: torch.tensor(v, dtype=torch.long, device=self.device)
+        return ids.to(self.device), mask.to(self.device), t(rows), t(targets), owner
+
+    def forward_backward(self, samples: list[dict]) -> dict:
+        n = len(samples)
+        weight = 1.0 / n
+        mine = [(i, s) for i, s in enumerate(samples) if i % self.world == self.rank]
+        scored_mine = [(i, s) for i, s in mine if any(s["completions"])]
+        any_scored = any(any(s["completions"]) for s in samples)
+        out = {"loss": 0.0, "entropy_sum": 0.0, "tokens": 0, "sequences": 0, "clipped": 0, "kl_sum": 0.0, "kl_tokens": 0, "logprobs": {}}
+        if any_scored:
+            # Every process runs one forward and one backward (DDP all-reduces in backward); one
+            # without scored samples scores the first scored sequence with weight 0.
+            dummy = not scored_mine
+            batch = scored_mine or [next((i, s) for i, s in enumerate(samples) if any(s["completions"]))]
+            ids, mask, rows, targets, owner = self._batch(batch)
+            lp, ent = self.scorer(ids, mask, rows, targets)
+            total = lp.sum() * 0.0
+            at = 0
+            per = {}
+            for b, (i, g, _, length) in enumerate(owner):
+                per.setdefault(i, []).append((g, lp[at:at + length], ent[at:at + length]))
+                at += length
+            if not dummy:
+                for i, parts in per.items():
+                    s = samples[i]
+                    scored = [g for g, _, _ in parts]
+                    loss, m = sample_loss([x for _, x, _ in parts], s, scored, self.loss_cfg, weight)
+                    value = float(loss.detach())
+                    if not math.isfinite(value):
+                        raise ValueError(f"the loss is {value}; check the reward values and the learning rate")
+                    total = total + loss
+                    out["loss"] += value
+                    out["entropy_sum"] += float(sum(e.sum() for _, _, e in parts))
+                    out["tokens"] += sum(x.shape[0] for _, x, _ in parts)
+                    out["sequences"] += len(s["completions"])
+                    for k in ("clipped", "kl_sum", "kl_tokens"):
+                        out[k] += m[k]
+                    lps = [[] for _ in s["completions"]]
+                    for g, x, _ in parts:
+                        lps[g] = x.detach().double().tolist()
+                    out["logprobs"][i] = lps
+            # DDP averages gradients over processes: scale so the sum over processes is the minibatch gradient.
+            (total * self.world).backward()
+        for i, s in mine:
+            out["logprobs"].setdefault(i, [[] for _ in s["completions"]])
+        return out
+
+    # ---- optim_step ---------------------------------------------------------------------------
+
+    def optim_step(self) -> dict:
+        o = self.opt_cfg
+        lr = o["lr"] * lr_multiplier(self.steps, o["lr_scheduler"], o["warmup_steps"], o["total_steps"])
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        grads = [p.grad for _, p in self.params]
+        norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+        if not math.isfinite(norm):
+            raise ValueError(f"gradient norm is {norm}; refusing to update (check rewards and learning rate)")
+        if o.get("max_grad_norm") is not None:
+            coef = o["max_grad_norm"] / (norm + 1e-6)
+            if coef < 1:
+                for g in grads:
+                    g.mul_(coef)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=False)
+        self.steps += 1
+        return {"grad_norm": norm, "lr": lr, "step": self.steps}
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def save_adapter(self, out: str) -> None:
+        """A PEFT adapter folder (LoRA) or a HF model folder, float32 unless training in bfloat16."""
+        if self.rank != 0:
+            return
+        from safetensors.torch import save_file
+
+        path = Path(out)
+        path.mkdir(parents=True, exist_ok=True)
+        cast = lambda t: (t.float() if t.dtype == torch.float64 else t).detach().cpu().contiguous()
+        if self.req.get("lora"):
+            from peft import get_peft_model_state_dict
+
+            state = {k: cast(v) for k, v in get_peft_model_state_dict(self.model).items()}
+            save_file(state, str(path / "adapter_model.safetensors"), metadata={"format": "pt"})
+            self.model.peft_config["default"].save_pretrained(str(path))
+        else:
+            state = {k: cast(v) for k, v in self.model.state_dict().items()}
+            if getattr(self.model.config, "tie_word_embeddings", False):
+                state.pop("lm_head.weight", None)
+            save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+            for f in os.listdir(self.model_dir):
+                if f.endswith(".json") and f != "model.safetensors.index.json":
+                    shutil.copy(os.path.join(self.model_dir, f), path / f)
+
+    def save_state(self, out: str) -> None:
+        if self.rank != 0:
+            return
+        Path(out).mkdir(parents=True, exist_ok=True)
+        state = {"optimizer": self.opt.state_dict(), "steps": self.steps, "weights": {n: p.detach().cpu() for n, p in self.params}}
+        tmp = Path(out) / "torch_learner.pt.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, Path(out) / "torch_learner.pt")
+        (Path(out) / "torch_learner.json").write_text(json.dumps({"steps": self.steps}) + "\n")
+
+    def load_state(self, src: str) -> None:
+        f = Path(src) / "torch_learner.pt"
+        if not f.exists():
+            raise ValueError(f"{f}: no learner state here (a checkpoint written with learner.backend torch has one)")
+        state = torch.load(f, map_location=self.device)
+        with torch.no_grad():
+            for n, p in self.params:
+                if n not in state["weights"]:
+                    raise ValueError(f"{f}: no weights for parameter {n}")
+                p.copy_(state["weights"][n])
+        self.opt.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])

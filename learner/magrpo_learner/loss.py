@@ -1,0 +1,84 @@
+"""magrpo's policy-gradient loss, exactly as src/rl/learner.ts (LocalLearner.sampleLoss) computes it.
+
+For one node sample with B scored (non-empty) completions b, tokens t of completion b:
+
+    c_t  = agg(len_b) / B * weight          agg: sequence_sum 1, token_mean 1/len_b, constant_norm 1/max_new_tokens
+    loss = -sum_t c_t * w_t * A_b * logp_t                                        (plain policy gradient)
+    loss = -sum_t c_t * w_t * min(r_t * A_b, clamp(r_t, 1-eps, 1+eps) * A_b)      (PPO, r_t = exp(logp_t - old_t))
+    loss += beta * (sum_t c_t * (exp(d_t) - d_t) - sum_t c_t),  d_t = ref_t - logp_t (reference_kl mode "loss")
+
+w_t are optional per-token weights (truncated importance sampling of remote rollouts), weight is
+1 / (samples in the minibatch): the minibatch loss is the mean of its sample losses.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def token_coefficient(aggregation: str, length: int, max_new_tokens: int) -> float:
+    if aggregation == "sequence_sum":
+        return 1.0
+    if aggregation == "token_mean":
+        return 1.0 / length
+    return 1.0 / max_new_tokens
+
+
+def sample_loss(logp: list[torch.Tensor], sample: dict, scored: list[int], loss_cfg: dict, weight: float):
+    """Loss tensor (already x weight) and metrics of one sample.
+
+    logp[b]: log-probs (with gradient) of completion scored[b]'s tokens, in order.
+    Returns (loss, metrics) with metrics: entropy-free counters clipped, kl_sum, kl_tokens.
+    """
+    n = len(scored)
+    agg, max_new = loss_cfg["aggregation"], loss_cfg["max_new_tokens"]
+    eps, rkl = loss_cfg.get("ppo_clip_eps"), loss_cfg.get("reference_kl")
+    total = None
+    clipped = 0
+    kl_sum, kl_tokens = 0.0, 0
+    kl_term = None
+    for b, g in enumerate(scored):
+        lp = logp[b]
+        length = lp.shape[0]
+        dt, dev = lp.dtype, lp.device
+        c = token_coefficient(agg, length, max_new) / n * weight
+        adv = float(sample["advantages"][g])
+        tw = sample.get("token_weights")
+        w = torch.tensor(tw[g], dtype=dt, device=dev) if tw is not None else torch.ones(length, dtype=dt, device=dev)
+        if eps is None:
+            term = -(c * adv) * (w * lp).sum()
+        else:
+            old = torch.tensor(sample["old_logprobs"][g], dtype=dt, device=dev)
+            ratio = torch.exp(lp - old)
+            obj = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - eps, 1 + eps) * adv)
+            term = -c * (w * obj).sum()
+            r = ratio.detach()
+            clipped += int((((r < 1 - eps) & (adv < 0)) | ((r > 1 + eps) & (adv > 0))).sum())
+        total = term if total is None else total + term
+        refs = sample.get("ref_logprobs")
+        if refs is not None:
+            ref = torch.tensor(refs[g], dtype=dt, device=dev)
+            d = ref - lp
+            k3 = torch.exp(d) - d - 1
+            kl_sum += float(k3.detach().sum())
+            kl_tokens += length
+            if rkl is not None and rkl["mode"] == "loss":
+                part = c * (torch.exp(d) - d).sum() - c * length
+                kl_term = part if kl_term is None else kl_term + part
+    if kl_term is not None:
+        total = total + rkl["coef"] * kl_term
+    return total, {"clipped": clipped, "kl_sum": kl_sum, "kl_tokens": kl_tokens}
+
+
+def lr_multiplier(step: int, kind: str, warmup: int, total: int) -> float:
+    """src/engine/optim.ts lrMultiplier: linear warmup, then constant / linear / cosine to 0."""
+    import math
+
+    if step < warmup:
+        return (step + 1) / warmup
+    if kind == "constant":
+        return 1.0
+    if total <= warmup:
+        raise ValueError(f"{kind} schedule needs total_steps > warmup_steps")
+    progress = min(1.0, (step - warmup) / (total - warmup))
+    return 1 - progress if kind == "linear" else 0.5 * (1 + math.cos(math.pi * progress))

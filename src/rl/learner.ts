@@ -1,0 +1,273 @@
+/**
+ * The learner protocol: the gradient half of training, split Tinker-style from sampling.
+ * `forwardBackward` scores a minibatch and accumulates its gradient, `optimStep` clips, applies
+ * the LR schedule and takes one AdamW step, `saveAdapter` writes the weights for inference servers,
+ * `saveState`/`loadState` carry everything needed for an exact resume. `LocalLearner` is magrpo's
+ * own engine in-process; `TorchLearner` (rl/torch-learner.ts) speaks the same protocol to a
+ * PyTorch process (learner/). The agent drives either one the same way (rl/agent.ts `update`).
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { add, clamp, exp, minimum, mul, scale, sub, weightedSum } from '../engine/ops.js';
+import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '../engine/optim.js';
+import { backward, type Tensor, tensor } from '../engine/tensor.js';
+import { writeFileAtomic } from '../model/atomic-write.js';
+import { completionLogprobs } from '../model/logprobs.js';
+import { saveLora } from '../model/lora.js';
+import type { LanguageModel } from '../model/pretrained.js';
+import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
+
+/** Optimizer and loss settings of one agent's learner; plain data (it crosses worker and process boundaries). */
+export interface LearnerSpec {
+  index: number;
+  modelDir: string;
+  lr: number;
+  weightDecay: number;
+  betas: [number, number];
+  eps: number;
+  maxGradNorm: number | null;
+  lrScheduler: ScheduleKind;
+  warmupSteps: number;
+  /** Estimated optimizer steps of the run (for linear/cosine schedules). */
+  totalSteps: number;
+  lora: { r: number; alpha: number; target_modules: string[] } | null;
+  lossAggregation: 'sequence_sum' | 'token_mean' | 'constant_norm';
+  maxNewTokens: number;
+  ppoClipEps: number | null;
+  referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
+}
+
+/** One node sample ready for the loss: its G completions with their advantages. */
+export interface LossSample {
+  promptIds: number[];
+  completions: number[][];
+  advantages: number[];
+  /** Sampling-time log-probs per token (π_old), for PPO ratios. */
+  oldLogprobs: number[][];
+  refLogprobs?: number[][];
+  /** Remote sampler's log-probs per token (empty: unknown), for truncated importance sampling. */
+  samplerLogprobs?: number[][];
+  /**
+   * Per completion, per token: a factor on that token's policy-gradient term (truncated
+   * importance-sampling weights of remote rollouts); absent = 1. The KL term is not weighted.
+   */
+  tokenWeights?: number[][];
+}
+
+/** What one `forwardBackward` measured. */
+export interface ForwardBackwardResult {
+  /** The minibatch loss that was differentiated: the mean of its samples' losses. */
+  loss: number;
+  /** Per sample, per completion, per token: log π(token) under the current weights (empty completions: []). */
+  logprobs: number[][][];
+  /** Σ over scored tokens of the predictive entropy (a metric, no gradient). */
+  entropySum: number;
+  /** Scored completion tokens. */
+  tokens: number;
+  /** Completions of the samples that had a scored token (their empty completions included). */
+  sequences: number;
+  /** Mean k3 KL per scored token against the reference log-probs (null without them). */
+  kl: number | null;
+  /** Fraction of scored tokens whose PPO term was clipped (0 without clipping). */
+  clipFraction: number;
+}
+
+/** What one `optimStep` did. */
+export interface OptimStepResult {
+  /** Global L2 gradient norm before clipping. */
+  gradNorm: number;
+  /** Learning rate of this step (after the schedule). */
+  lr: number;
+  /** Optimizer steps taken so far, this one included. */
+  step: number;
+}
+
+/** The gradient side of one agent. Calls are issued one at a time, in order. */
+export interface Learner {
+  /** 'local' (this process) or 'torch' (a PyTorch learner process). */
+  readonly kind: 'local' | 'torch';
+  /** Scores `samples` as one minibatch (mean of sample losses) and adds its gradient to the accumulated one. */
+  forwardBackward(samples: LossSample[]): Promise<ForwardBackwardResult>;
+  /** Clips, sets the scheduled LR, takes one AdamW step and zeroes the gradients. Refuses non-finite norms. */
+  optimStep(): Promise<OptimStepResult>;
+  /** Writes the trainable weights: a PEFT adapter folder with LoRA, a HF model folder without. */
+  saveAdapter(dir: string): Promise<void>;
+  /** Writes the optimizer moments and step counters (not the weights, which the agent saves). */
+  saveState(dir: string): Promise<void>;
+  /** Reads what `saveState` wrote; the weights must already be loaded. */
+  loadState(dir: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The magrpo loss of one sample as token coefficients and values, shared by both learners' tests. */
+export function tokenCoefficient(aggregation: LearnerSpec['lossAggregation'], length: number, maxNewTokens: number): number {
+  return aggregation === 'sequence_sum' ? 1 : aggregation === 'token_mean' ? 1 / length : 1 / maxNewTokens;
+}
+
+/** The embedded engine as a learner: gradients of `lm` in this process, AdamW over its trainable parameters. */
+export class LocalLearner implements Learner {
+  readonly kind = 'local';
+  private opt: AdamW;
+  private steps = 0;
+
+  constructor(
+    private readonly spec: LearnerSpec,
+    private readonly lm: LanguageModel,
+  ) {
+    this.opt = this.newOptimizer();
+  }
+
+  private newOptimizer(): AdamW {
+    const s = this.spec;
+    return new AdamW(this.lm.model.trainableParams(), { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
+  }
+
+  /** The AdamW instance (its moments and step count), for tests and diagnostics. */
+  get optimizer(): AdamW {
+    return this.opt;
+  }
+
+  async forwardBackward(samples: LossSample[]): Promise<ForwardBackwardResult> {
+    const out: ForwardBackwardResult = { loss: 0, logprobs: [], entropySum: 0, tokens: 0, sequences: 0, kl: null, clipFraction: 0 };
+    let klSum = 0;
+    let klTokens = 0;
+    let clipped = 0;
+    for (const s of samples) {
+      const r = this.sampleLoss(s, 1 / samples.length);
+      out.logprobs.push(r?.logprobs ?? s.completions.map(() => []));
+      if (r === null) continue;
+      out.loss += r.loss / samples.length;
+      out.entropySum += r.entropySum;
+      out.tokens += r.tokens;
+      out.sequences += r.sequences;
+      clipped += r.clipped;
+      if (r.klTokens > 0) {
+        klSum += r.klSum;
+        klTokens += r.klTokens;
+      }
+    }
+    out.kl = klTokens > 0 ? klSum / klTokens : null;
+    out.clipFraction = out.tokens > 0 ? clipped / out.tokens : 0;
+    return out;
+  }
+
+  async optimStep(): Promise<OptimStepResult> {
+    const s = this.spec;
+    this.opt.lr = s.lr * lrMultiplier(this.steps, { kind: s.lrScheduler, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps });
+    const norm = s.maxGradNorm === null ? gradNorm(this.opt.params) : clipGradNorm(this.opt.params, s.maxGradNorm);
+    if (!Number.isFinite(norm)) throw new Error(`agent ${s.index}: gradient norm is ${norm}; refusing to update (check rewards and learning rate)`);
+    this.opt.step();
+    this.opt.zeroGrad();
+    this.steps++;
+    return { gradNorm: norm, lr: this.opt.lr, step: this.steps };
+  }
+
+  /**
+   * −Σ_g A_g · log π(c_g | p) / #scored, aggregated per `lossAggregation`, with the optional PPO
+   * clipped ratio, per-token weights and KL loss term; backpropagated × `weight`. Null if nothing is scored.
+   */
+  private sampleLoss(s: LossSample, weight: number) {
+    const scored = s.completions.flatMap((c, g) => (c.length > 0 ? [g] : []));
+    if (scored.length === 0) return null;
+    const batch = scored.map((g) => ({ prompt: s.promptIds, completion: s.completions[g] }));
+    const lp = completionLogprobs(this.lm.model, batch, { entropy: true });
+    const R = lp.sequenceOf.length;
+    // c[t]: weight of token t in its sequence's aggregate, already divided by #scored sequences.
+    const c = new Float64Array(R);
+    const A = new Float64Array(R);
+    const w = new Float64Array(R).fill(1);
+    const oldFlat = new Float64Array(R);
+    const refFlat = new Float64Array(R);
+    const pos = new Array<number>(batch.length).fill(0);
+    for (let t = 0; t < R; t++) {
+      const b = lp.sequenceOf[t];
+      const g = scored[b];
+      const k = pos[b]++;
+      c[t] = (tokenCoefficient(this.spec.lossAggregation, lp.lengths[b], this.spec.maxNewTokens) / batch.length) * weight;
+      A[t] = s.advantages[g];
+      oldFlat[t] = s.oldLogprobs[g]?.[k] ?? 0;
+      refFlat[t] = s.refLogprobs?.[g]?.[k] ?? 0;
+      w[t] = s.tokenWeights?.[g]?.[k] ?? 1;
+    }
+    let loss: Tensor;
+    let clipped = 0;
+    if (this.spec.ppoClipEps === null) {
+      loss = weightedSum(
+        lp.tokenLogprobs,
+        c.map((ct, t) => -ct * A[t] * w[t]),
+      );
+    } else {
+      const eps = this.spec.ppoClipEps;
+      const ratio = exp(sub(lp.tokenLogprobs, tensor(oldFlat)));
+      const At = tensor(A);
+      loss = weightedSum(
+        minimum(mul(ratio, At), mul(clamp(ratio, 1 - eps, 1 + eps), At)),
+        c.map((ct, t) => -ct * w[t]),
+      );
+      for (let t = 0; t < R; t++) if ((ratio.data[t] < 1 - eps && A[t] < 0) || (ratio.data[t] > 1 + eps && A[t] > 0)) clipped++;
+    }
+    let klSum = 0;
+    let klTokens = 0;
+    if (s.refLogprobs) {
+      for (let t = 0; t < R; t++) {
+        const d = refFlat[t] - lp.tokenLogprobs.data[t];
+        klSum += Math.exp(d) - d - 1;
+      }
+      klTokens = R;
+    }
+    if (this.spec.referenceKl?.mode === 'loss' && s.refLogprobs) {
+      // β · Σ_t c_t · k3_t, k3 = exp(ref − logπ) − (ref − logπ) − 1, gradient through logπ only
+      const d = sub(tensor(refFlat), lp.tokenLogprobs);
+      const sumC = c.reduce((x, y) => x + y, 0);
+      const kl = add(weightedSum(sub(exp(d), d), c), tensor([-sumC]));
+      loss = add(loss, scale(kl, this.spec.referenceKl.coef));
+    }
+    const value = loss.item();
+    if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);
+    backward(loss);
+    const logprobs: number[][] = s.completions.map(() => []);
+    for (let t = 0; t < R; t++) logprobs[scored[lp.sequenceOf[t]]].push(lp.tokenLogprobs.data[t]);
+    const entropySum = lp.entropy ? lp.entropy.reduce((a, b) => a + b, 0) : 0;
+    return { loss: value / weight, entropySum, tokens: R, sequences: s.completions.length, logprobs, clipped, klSum, klTokens };
+  }
+
+  async saveAdapter(dir: string): Promise<void> {
+    if (this.spec.lora) saveLora(this.lm.model, dir, this.spec.modelDir);
+    else this.lm.save(dir);
+  }
+
+  async saveState(dir: string): Promise<void> {
+    mkdirSync(dir, { recursive: true });
+    const st = this.opt.state();
+    const tensors = new Map<string, { dtype: 'F32'; shape: number[]; data: Float32Array }>();
+    for (const [name, b] of Object.entries(st.buffers)) {
+      for (const [k, v] of Object.entries(b)) tensors.set(`${name}.${k}`, { dtype: 'F32', shape: [v.length], data: Float32Array.from(v) });
+    }
+    writeSafetensors(join(dir, 'optimizer.safetensors'), tensors);
+    writeFileAtomic(join(dir, LOCAL_STATE), [`${JSON.stringify({ optimizer_step: st.step, steps: this.steps })}\n`]);
+  }
+
+  async loadState(dir: string): Promise<void> {
+    // Checkpoints written before the learner split keep the counters in agent_state.json.
+    const stateFile = existsSync(join(dir, LOCAL_STATE)) ? join(dir, LOCAL_STATE) : join(dir, 'agent_state.json');
+    const state = JSON.parse(readFileSync(stateFile, 'utf8')) as { optimizer_step: number; steps?: number; agent_steps?: number };
+    const buffers: Record<string, Record<string, Float32Array>> = {};
+    const file = join(dir, 'optimizer.safetensors');
+    if (existsSync(file)) {
+      for (const [key, t] of readSafetensors(file)) {
+        const cut = key.lastIndexOf('.');
+        const name = key.slice(0, cut);
+        buffers[name] ??= {};
+        buffers[name][key.slice(cut + 1)] = t.data as Float32Array;
+      }
+    }
+    // LoRA adapters are new tensors after loading: rebuild the optimizer over them.
+    if (this.spec.lora) this.opt = this.newOptimizer();
+    this.opt.loadState({ kind: 'adamw', step: state.optimizer_step, buffers });
+    this.steps = state.steps ?? state.agent_steps ?? state.optimizer_step;
+  }
+
+  async close(): Promise<void> {}
+}
+
+const LOCAL_STATE = 'learner_state.json';

@@ -1,0 +1,296 @@
+/**
+ * The PyTorch learner (learner/) against the embedded engine, on models/micro:
+ *  1. one LoRA step (PPO clipping, KL loss term, token_mean, grad clipping, linear schedule) on a
+ *     3-sample minibatch, through 2 processes (torchrun, gloo) in float64 and through LocalLearner
+ *     on the float64 reference backend: loss, per-token log-probs, KL, clip fraction, gradient norm,
+ *     the updated adapters and the next step's log-probs agree within 1e-5 relative;
+ *  2. the example task (configs/custom/config.yaml) trained for 6 items with
+ *     trainer.learner.backend=torch logs the same per-agent losses and gradient norms as with
+ *     local, drain by drain, within 1e-3 relative (both float32);
+ *  3. a magrpo checkpoint (LoRA adapter, or full weights) loads in transformers + peft and gives
+ *     the logits magrpo's engine gives.
+ * Needs Python with torch, transformers and peft (`bash scripts/setup.sh --with-learner`); without
+ * them every test is skipped and says why. Run with `nice -n 19`: it starts Python processes.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Rng } from '../../src/engine/rng.js';
+import { setBackend, setDType } from '../../src/engine/runtime.js';
+import { noGrad } from '../../src/engine/tensor.js';
+import { completionLogprobs } from '../../src/model/logprobs.js';
+import { applyLora, loadLora } from '../../src/model/lora.js';
+import { LanguageModel } from '../../src/model/pretrained.js';
+import { readSafetensors } from '../../src/model/safetensors.js';
+import { PolicyAgent } from '../../src/rl/agent.js';
+import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
+import { type LearnerConfig, LearnerProcess, TorchLearner } from '../../src/rl/torch-learner.js';
+
+const MODEL = join('models', 'micro');
+const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
+
+/** Why the learner cannot run here (null: it can). */
+function pythonProblem(): string | null {
+  const r = spawnSync(PY, ['-c', 'import torch, transformers, peft, safetensors'], { encoding: 'utf8', timeout: 600_000 });
+  if (r.error) return `SKIPPED: ${PY} cannot be run (${r.error.message}); install the learner with bash scripts/setup.sh --with-learner`;
+  if (r.status !== 0) {
+    const why = r.stderr.trim().split('\n').pop();
+    return `SKIPPED: ${PY} cannot import torch, transformers and peft (${why}); install them with bash scripts/setup.sh --with-learner`;
+  }
+  return null;
+}
+const skip = pythonProblem();
+if (skip) process.stderr.write(`[learner-torch] ${skip}\n`);
+
+/** |a − b| ≤ tol · max(|b|, scale). */
+function close(a: number, b: number, what: string, tol: number, scale = 0): void {
+  assert.ok(Number.isFinite(a) && Number.isFinite(b), `${what}: ${a} vs ${b}`);
+  assert.ok(Math.abs(a - b) <= tol * Math.max(Math.abs(b), scale, 1e-30), `${what}: embedded ${a}, PyTorch ${b} (relative ${Math.abs(a - b) / Math.abs(b)})`);
+}
+
+const LORA = { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj', 'down_proj'] };
+const SPEC: LearnerSpec = {
+  index: 0,
+  modelDir: MODEL,
+  lr: 5e-3,
+  weightDecay: 0.01,
+  betas: [0.9, 0.999],
+  eps: 1e-8,
+  maxGradNorm: 0.05,
+  lrScheduler: 'linear',
+  warmupSteps: 0,
+  totalSteps: 4,
+  lora: LORA,
+  lossAggregation: 'token_mean',
+  maxNewTokens: 6,
+  ppoClipEps: 0.2,
+  referenceKl: { mode: 'loss', coef: 0.3 },
+};
+
+/** micro with LoRA adapters whose A and B are random float32-representable values (B ≠ 0, as mid-run). */
+function loraModel(): LanguageModel {
+  const lm = LanguageModel.load(MODEL);
+  applyLora(lm.model, { r: LORA.r, alpha: LORA.alpha, targetModules: LORA.target_modules }, new Rng(1));
+  const rng = new Rng(7);
+  for (const ad of lm.model.lora.values()) {
+    for (const t of [ad.A, ad.B]) for (let i = 0; i < t.size; i++) t.data[i] = Math.fround((rng.next() * 2 - 1) * 0.3);
+  }
+  return lm;
+}
+
+/** Three node samples (one with an empty completion); old and reference log-probs moved off the current ones so PPO clips and the KL has a gradient. */
+function minibatch(lm: LanguageModel): LossSample[] {
+  const rng = new Rng(3);
+  const tok = () => 3 + Math.floor(rng.next() * 4000);
+  const shapes = [
+    { prompt: 4, lens: [3, 5, 1] },
+    { prompt: 6, lens: [2, 0, 4] },
+    { prompt: 3, lens: [6, 2, 3] },
+  ];
+  return shapes.map(({ prompt, lens }, i) => {
+    const promptIds = [0, ...Array.from({ length: prompt - 1 }, tok)];
+    const completions = lens.map((n) => Array.from({ length: n }, tok));
+    const scored = completions.filter((c) => c.length > 0);
+    const r = noGrad(() =>
+      completionLogprobs(
+        lm.model,
+        scored.map((completion) => ({ prompt: promptIds, completion })),
+      ),
+    );
+    const now: number[][] = scored.map(() => []);
+    for (let t = 0; t < r.sequenceOf.length; t++) now[r.sequenceOf[t]].push(r.tokenLogprobs.data[t]);
+    let k = 0;
+    const cur = completions.map((c) => (c.length > 0 ? now[k++] : []));
+    return {
+      promptIds,
+      completions,
+      advantages: [0.9 - i * 0.3, -0.7 + i * 0.1, 0.25],
+      oldLogprobs: cur.map((lp, g) => lp.map((x, t) => x + ((g + t) % 3 === 0 ? 0.4 : (g + t) % 3 === 1 ? -0.35 : 0.05))),
+      refLogprobs: cur.map((lp) => lp.map((x, t) => x - 0.2 + 0.1 * t)),
+    };
+  });
+}
+
+function compareAdapters(dirA: string, dirB: string, tol: number): number {
+  const a = readSafetensors(join(dirA, 'adapter_model.safetensors'));
+  const b = readSafetensors(join(dirB, 'adapter_model.safetensors'));
+  assert.deepEqual([...a.keys()].sort(), [...b.keys()].sort(), 'adapter tensor names');
+  let worst = 0;
+  for (const [name, ta] of a) {
+    const tb = b.get(name) as typeof ta;
+    assert.deepEqual(ta.shape, tb.shape, `${name} shape`);
+    const rms = Math.sqrt(Array.from(tb.data as Float32Array).reduce((s, x) => s + x * x, 0) / tb.data.length);
+    for (let i = 0; i < ta.data.length; i++) {
+      const x = Number(ta.data[i]);
+      const y = Number(tb.data[i]);
+      worst = Math.max(worst, Math.abs(x - y) / Math.max(Math.abs(y), rms));
+      close(x, y, `${name}[${i}]`, tol, rms);
+    }
+  }
+  return worst;
+}
+
+describe('PyTorch learner: one step against the embedded engine (2 processes, gloo, float64)', () => {
+  let proc: LearnerProcess | null = null;
+  const cfg: LearnerConfig = {
+    backend: 'torch',
+    url: null,
+    python: PY,
+    command: null,
+    nproc: 2,
+    device: 'cpu',
+    parallel: 'ddp',
+    dtype: 'float64',
+    exchange_dir: null,
+    timeout_s: 900,
+    startup_timeout_s: 900,
+    max_message_mb: 64,
+  };
+  before(() => {
+    setBackend('reference');
+    setDType('float64');
+    if (!skip) proc = new LearnerProcess(cfg);
+  });
+  after(async () => {
+    setDType('float32');
+    await proc?.close();
+  });
+
+  it('same loss, log-probs, KL, clip fraction, grad norm and updated LoRA weights within 1e-5', async (t) => {
+    if (skip || !proc) return t.skip(skip ?? 'no learner');
+    const lmA = loraModel();
+    const lmB = loraModel();
+    const batch = minibatch(lmA);
+    const local = new LocalLearner(SPEC, lmA);
+    const torch = new TorchLearner(SPEC, lmB, proc.spec(cfg));
+    const a = await local.forwardBackward(batch);
+    const b = await torch.forwardBackward(batch);
+    close(a.loss, b.loss, 'loss', 1e-5);
+    close(a.entropySum, b.entropySum, 'entropy', 1e-5);
+    close(a.kl as number, b.kl as number, 'KL', 1e-5);
+    assert.equal(a.tokens, b.tokens, 'scored tokens');
+    assert.equal(a.sequences, b.sequences, 'sequences');
+    assert.equal(a.clipFraction, b.clipFraction, 'clip fraction');
+    assert.ok(a.clipFraction > 0, 'the case clips some tokens');
+    for (const [i, s] of a.logprobs.entries())
+      for (const [g, lp] of s.entries()) for (const [k, x] of lp.entries()) close(x, b.logprobs[i][g][k], `logprob[${i}][${g}][${k}]`, 1e-5);
+    const sa = await local.optimStep();
+    const sb = await torch.optimStep();
+    close(sa.gradNorm, sb.gradNorm, 'gradient norm', 1e-5);
+    assert.ok(sa.gradNorm > SPEC.maxGradNorm!, 'the case clips the gradient');
+    close(sa.lr, sb.lr, 'lr', 1e-12);
+    const dir = mkdtempSync(join(tmpdir(), 'learner-parity-'));
+    try {
+      await local.saveAdapter(join(dir, 'local'));
+      await torch.saveAdapter(join(dir, 'torch'));
+      const worst = compareAdapters(join(dir, 'local'), join(dir, 'torch'), 1e-5);
+      process.stderr.write(`[learner-torch] one step: worst relative difference of the updated adapters ${worst.toExponential(2)}\n`);
+      // The next minibatch has one sample: the second process scores nothing and joins with weight 0.
+      const a2 = await local.forwardBackward(batch.slice(0, 1));
+      const b2 = await torch.forwardBackward(batch.slice(0, 1));
+      close(a2.loss, b2.loss, 'loss after the step', 1e-5);
+      for (const [g, lp] of a2.logprobs[0].entries())
+        for (const [k, x] of lp.entries()) close(x, b2.logprobs[0][g][k], `logprob after the step [${g}][${k}]`, 1e-5);
+      const sa2 = await local.optimStep();
+      const sb2 = await torch.optimStep();
+      close(sa2.gradNorm, sb2.gradNorm, 'second gradient norm', 1e-5);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('PyTorch learner: the example task, local vs torch', () => {
+  it('6 items of configs/custom/config.yaml log the same per-agent losses and grad norms within 1e-3', async (t) => {
+    if (skip) return t.skip(skip);
+    const out = mkdtempSync(join(tmpdir(), 'learner-trainer-'));
+    try {
+      const run = (name: string, extra: string[]) => {
+        const r = spawnSync(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            'src/cli/main.ts',
+            'train',
+            'configs/custom/config.yaml',
+            '--max-items',
+            '6',
+            '-q',
+            '--set',
+            `output_dir=${out}`,
+            '--set',
+            `run_name=${name}`,
+            '--set',
+            'trainer.eval_interval=0',
+            ...extra,
+          ],
+          { encoding: 'utf8', timeout: 1_500_000, env: { ...process.env, MAGRPO_LEARNER_PYTHON: PY } },
+        );
+        assert.equal(r.status, 0, `${name} run failed:\n${r.stdout}\n${r.stderr}`);
+        const rows = readFileSync(join(out, name, 'metrics.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Record<string, number>);
+        return rows.filter((m) => 'agent_0/loss' in m || 'agent_1/loss' in m);
+      };
+      const local = run('local', []);
+      const torch = run('torch', ['--set', 'trainer.learner.backend=torch', '--set', `trainer.learner.python=${PY}`]);
+      assert.ok(local.length >= 2, `${local.length} logged updates`);
+      assert.equal(torch.length, local.length, 'logged updates');
+      let worst = 0;
+      for (const [k, m] of local.entries()) {
+        for (const key of Object.keys(m).filter((x) => /^agent_\d+\/(loss|grad_norm)$/.test(x))) {
+          const x = m[key];
+          const y = torch[k][key];
+          worst = Math.max(worst, Math.abs(x - y) / Math.max(Math.abs(y), 1e-6));
+          close(x, y, `update ${k} ${key}`, 1e-3, 1e-6);
+        }
+      }
+      process.stderr.write(`[learner-torch] example task: worst relative difference of logged loss/grad_norm ${worst.toExponential(2)}\n`);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('magrpo checkpoints in transformers + peft', () => {
+  before(() => {
+    setBackend('reference');
+    setDType('float64');
+  });
+  after(() => setDType('float32'));
+
+  const logitsOf = (model: string, adapter: string | null, ids: number[]): Float64Array => {
+    const args = ['-m', 'magrpo_learner.logits', '--model', model, '--ids', ids.join(','), '--dtype', 'float64', ...(adapter ? ['--adapter', adapter] : [])];
+    const r = spawnSync(PY, args, { encoding: 'utf8', timeout: 600_000, env: { ...process.env, PYTHONPATH: 'learner' }, maxBuffer: 1 << 28 });
+    assert.equal(r.status, 0, r.stderr);
+    return Float64Array.from((JSON.parse(r.stdout) as { logits: number[] }).logits);
+  };
+
+  for (const lora of [true, false]) {
+    it(`a checkpoint's ${lora ? 'LoRA adapter' : 'full weights'} give magrpo's logits in transformers${lora ? ' + peft' : ''}`, async (t) => {
+      if (skip) return t.skip(skip);
+      const dir = mkdtempSync(join(tmpdir(), 'learner-interop-'));
+      try {
+        const agent = new PolicyAgent({ ...SPEC, lora: lora ? LORA : null, ppoClipEps: null, referenceKl: null, seed: 5, lr: 0.02, maxGradNorm: null });
+        const sample: LossSample = { promptIds: [0, 11, 12], completions: [[40, 41, 1], [50]], advantages: [1, -1], oldLogprobs: [[], []] };
+        for (let i = 0; i < 3; i++) await agent.update([[sample]]); // moved away from the base (B ≠ 0)
+        await agent.save(dir);
+        const lm = LanguageModel.load(lora ? MODEL : join(dir, 'model'));
+        if (lora) loadLora(lm.model, join(dir, 'adapter'));
+        const ids = [0, 11, 12, 40, 41, 1, 50, 7];
+        const ours = lm.model.forward(Int32Array.from(ids), 1, ids.length).data;
+        const theirs = logitsOf(lora ? MODEL : join(dir, 'model'), lora ? join(dir, 'adapter') : null, ids);
+        assert.equal(theirs.length, ours.length, 'logits size');
+        const rms = Math.sqrt(Array.from(theirs).reduce((s, x) => s + x * x, 0) / theirs.length);
+        for (let i = 0; i < ours.length; i++) close(ours[i], theirs[i], `logit ${i}`, 1e-5, rms);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
