@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
 # the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
+#     --with-learner: also the PyTorch learner's virtualenv .cache/venv-learner (learner/README.md)
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
 #     --with-data:    also the Debian packages the large pretraining corpus reads
 #                     (src/data/large-sources.ts; build it with `npm run data:large`)
@@ -10,11 +11,13 @@ set -euo pipefail
 with_torch=""
 with_browser=""
 with_data=""
+with_learner=""
 for arg in "$@"; do
   case "$arg" in
     --with-torch) with_torch=1 ;;
     --with-browser) with_browser=1 ;;
     --with-data) with_data=1 ;;
+    --with-learner) with_learner=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -51,6 +54,30 @@ fi
 # 2. Optional: PyTorch for side-by-side benchmarks and fixture regeneration.
 if [ -n "$with_torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   apt_install python3-torch || say "python3-torch unavailable: benchmarks will run without PyTorch columns"
+fi
+
+# 2a. Optional: the PyTorch learner (learner/, learner.backend torch) in .cache/venv-learner, pip's
+#     cache in .cache/pip. Where Debian's python3-torch is installed (this project's machines, CI) the
+#     venv reuses it (--system-site-packages) and adds transformers/peft versions that run on torch
+#     1.13 (requirements-debian-torch.txt, ~60 MB); elsewhere it installs learner/requirements.txt,
+#     whose PyPI torch for Linux is the CUDA build (~4 GB with its nvidia-* wheels).
+if [ -n "$with_learner" ] && { [ ! -f .stamps/learner ] || [ -n "$(find learner -name 'requirements*.txt' -newer .stamps/learner -print -quit)" ]; }; then
+  venv=.cache/venv-learner
+  mkdir -p .cache
+  export PIP_CACHE_DIR="$PWD/.cache/pip"
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv" || { apt_install python3-venv && /usr/bin/python3 -m venv --system-site-packages "$venv"; }
+    torch_version=$(/usr/bin/python3 -c "import torch, numpy; print(f'torch=={torch.__version__}\nnumpy=={numpy.__version__}')")
+    printf '%s\n' "$torch_version" > .cache/learner-constraints.txt
+    say "learner venv (Debian torch) + learner/requirements-debian-torch.txt"
+    "$venv/bin/pip" install -q -c .cache/learner-constraints.txt -r learner/requirements-debian-torch.txt >&2
+    "$venv/bin/pip" install -q --no-deps "peft==0.13.2" >&2
+  else
+    python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
+    say "learner venv + learner/requirements.txt (torch from PyPI: several GB)"
+    "$venv/bin/pip" install -q -r learner/requirements.txt >&2
+  fi
+  "$venv/bin/python" -c "import torch, transformers, peft" && touch .stamps/learner
 fi
 
 # 2b. Optional: chromium for test/dashboard/browser.test.ts (driven by playwright-core, which
