@@ -44,6 +44,49 @@ export const RewardProcessorSchema = z.strictObject({
   clamp_max: z.number().nullable().default(null).describe('then clamp from above (null = no clamp)'),
 });
 
+/** Where rollouts are sampled (docs/scale.md): in-process, or on OpenAI-compatible inference servers. */
+export const RolloutSchema = z.strictObject({
+  backend: z
+    .enum(['local', 'openai'])
+    .default('local')
+    .describe("local: each agent samples with its own model in-process; openai: POST /v1/completions to rollout.servers (vLLM dialect; needs lora)"),
+  servers: z
+    .array(z.string().regex(/^https?:\/\/[^\s/]+/, 'a base URL such as http://127.0.0.1:8000'))
+    .default([])
+    .describe('base URLs of the OpenAI-compatible servers (http://host:port, without /v1); requests are balanced over them'),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+    .nullable()
+    .default(null)
+    .describe('name of the environment variable holding the servers\' API key, sent as "Authorization: Bearer" (null = no key)'),
+  timeout_s: z.number().positive().default(600).describe('seconds one request may take, answer included, before it is retried'),
+  max_concurrency: posInt().max(4096).default(16).describe("requests each agent keeps in flight over all servers"),
+  max_retries: nonNegInt().max(100).default(4).describe('further attempts after a connection error, timeout, 408, 429 or 5xx answer'),
+  backoff_s: z.number().min(0).default(0.5).describe('wait before the first retry; doubles per retry (±20 % jitter)'),
+  max_backoff_s: z.number().min(0).default(30).describe('upper bound of the wait between retries'),
+  max_failures: posInt().default(3).describe('failures in a row after which a server is taken out of the pool (the run goes on while one is left)'),
+  max_response_mb: z.number().positive().default(64).describe('answers larger than this many MiB are refused'),
+  balance: z.enum(['least_busy', 'round_robin']).default('least_busy').describe('server choice per request: fewest requests in flight (ties in turn), or strictly in turn'),
+  prompt_format: z
+    .enum(['token_ids', 'text'])
+    .default('token_ids')
+    .describe("send prompts as the agent's token ids (exact) or as text (for servers that take no token prompts)"),
+  adapter_dir: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('folder the servers can read (same path) where each adapter version is written (null = <output_dir>/adapters, or a temporary folder without output_dir)'),
+  keep_adapters: z.boolean().default(false).describe('keep every adapter version on disk (false: a version is deleted once unloaded)'),
+  tis_cap: z
+    .number()
+    .positive()
+    .nullable()
+    .default(2)
+    .describe('C of truncated importance sampling: each token\'s policy-gradient term × min(exp(log π_learner − log π_sampler), C) (null = no correction)'),
+});
+
 export const MagrpoConfigSchema = z
   .strictObject({
     // --- data and schedule
@@ -120,6 +163,7 @@ export const MagrpoConfigSchema = z
     lr_scheduler: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('(magrpo) learning-rate schedule over optimizer steps'),
     warmup_steps: nonNegInt().default(0).describe('(magrpo) linear warmup steps'),
     lora: LoraSchema.nullable().default(null).describe('(magrpo) train LoRA adapters instead of full weights (null = full fine-tuning)'),
+    rollout: RolloutSchema.default(RolloutSchema.parse({})).describe('(magrpo) where completions are sampled: in-process (local) or on inference servers (openai); docs/scale.md'),
     rollout_buffer_size: posInt().max(CONFIG_LIMITS.buffer).default(2).describe('node samples per agent before an update'),
     train_batch_size: posInt().max(CONFIG_LIMITS.buffer).nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
     // --- evaluation, logging, checkpoints
@@ -180,6 +224,17 @@ export const MagrpoConfigSchema = z
     }
     if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
       ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
+    }
+    if (c.rollout.backend === 'openai') {
+      if (c.rollout.servers.length === 0)
+        ctx.addIssue({ code: 'custom', path: ['rollout', 'servers'], message: 'rollout.backend "openai" needs at least one server URL' });
+      if (c.lora === null)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rollout', 'backend'],
+          message:
+            'rollout.backend "openai" needs lora (set lora: {r, alpha, target_modules}): servers hot-load each agent\'s LoRA adapter after every step; full fine-tuning (lora: null) would need a server restart per step and is not supported',
+        });
     }
   });
 

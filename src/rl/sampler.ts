@@ -1,0 +1,134 @@
+/**
+ * The rollout backend seam: where an agent's completions come from. `LocalSampler` samples
+ * in-process with the agent's own model (what magrpo always did); `OpenAISampler`
+ * (rollout/openai.ts) asks OpenAI-compatible inference servers. The agent owns the learner
+ * weights either way: a remote sampler is told about every new version through `loadWeights`, and
+ * the agent re-scores remote completions with its own engine (rl/agent.ts).
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Rng } from '../engine/rng.js';
+import type { LanguageModel } from '../model/pretrained.js';
+import { OpenAISampler } from '../rollout/openai.js';
+import type { MagrpoConfig } from './config.js';
+
+/** The `rollout` config block plus where adapters go; plain data (it crosses worker boundaries). */
+export type RolloutSpec = MagrpoConfig['rollout'] & { adapterDir: string };
+
+/** Sampling settings of one call (the trainer's `samplingParams`). */
+export interface SamplingParams {
+  maxNewTokens: number;
+  stopStrings: readonly string[];
+  temperature: number;
+  topK: number | null;
+  topP: number;
+}
+
+/** One prompt and how many completions to sample for it. */
+export interface SampleRequest {
+  prompt: string;
+  n: number;
+}
+
+/** One sampled completion as the sampler saw it. */
+export interface SampledCompletion {
+  /** Completion token ids, including a final EOS / the tokens of a stop string. */
+  ids: number[];
+  /** Completion text without special tokens, cut before a stop string. */
+  text: string;
+  /**
+   * The sampler's log π(token | prefix) per token of `ids` (unmodified model distribution). Empty
+   * when the sampler could not give them per token of `ids` (re-tokenised text that did not line up).
+   */
+  logprobs: number[];
+}
+
+/** A request's answer: the prompt's token ids and its `n` completions. */
+export interface SampledPrompt {
+  promptIds: number[];
+  completions: SampledCompletion[];
+}
+
+/** Where completions come from. */
+export interface Sampler {
+  /** 'local': the agent's own model, same weights; anything else is off-policy by rounding at least. */
+  readonly kind: 'local' | 'openai';
+  /** Samples `n` completions for each request; answers in request order. */
+  generate(requests: readonly SampleRequest[], params: SamplingParams): Promise<SampledPrompt[]>;
+  /**
+   * Makes `name` the weights every later request samples from; `write(dir)` saves them (a PEFT
+   * adapter folder) where the sampler wants. Absent for samplers that share the agent's weights.
+   */
+  loadWeights?(name: string, write: (dir: string) => void): Promise<void>;
+  /** Counters since the last call, as metric name → value (e.g. the re-tokenisation mismatch rate). */
+  takeStats?(): Record<string, number>;
+  close?(): Promise<void>;
+}
+
+/**
+ * Today's in-process sampler: one batch over every request's `n` copies, drawn from the agent's
+ * RNG. It calls `lm.sample` at call time, so a replaced `lm.sample` (test doubles) is honoured.
+ */
+export class LocalSampler implements Sampler {
+  readonly kind = 'local';
+
+  constructor(
+    private readonly lm: LanguageModel,
+    private readonly rng: Rng,
+  ) {}
+
+  async generate(requests: readonly SampleRequest[], params: SamplingParams): Promise<SampledPrompt[]> {
+    const flat = requests.flatMap((r) => new Array<string>(r.n).fill(r.prompt));
+    const out = this.lm.sample(flat, { ...params, rng: this.rng });
+    const answers: SampledPrompt[] = [];
+    let i = 0;
+    for (const r of requests) {
+      const mine = out.slice(i, i + r.n);
+      i += r.n;
+      answers.push({
+        promptIds: mine[0]?.promptIds ?? this.lm.encode(r.prompt),
+        completions: mine.map((s) => ({ ids: s.completionIds, text: s.text, logprobs: s.logprobs })),
+      });
+    }
+    return answers;
+  }
+}
+
+/** The sampler a rollout spec asks for (none or backend local: in-process). */
+export function createSampler(spec: RolloutSpec | undefined, lm: LanguageModel, rng: Rng, log?: (message: string) => void): Sampler {
+  if (!spec || spec.backend === 'local') return new LocalSampler(lm, rng);
+  const apiKey = spec.api_key_env === null ? null : (process.env[spec.api_key_env] ?? null);
+  return new OpenAISampler(
+    lm,
+    rng,
+    {
+      servers: spec.servers,
+      apiKey,
+      apiKeyEnv: spec.api_key_env,
+      timeoutMs: spec.timeout_s * 1000,
+      maxConcurrency: spec.max_concurrency,
+      maxRetries: spec.max_retries,
+      backoffMs: spec.backoff_s * 1000,
+      maxBackoffMs: spec.max_backoff_s * 1000,
+      maxFailures: spec.max_failures,
+      maxResponseBytes: Math.round(spec.max_response_mb * 2 ** 20),
+      balance: spec.balance,
+      promptFormat: spec.prompt_format,
+      adapterDir: spec.adapterDir,
+      deleteOldAdapters: !spec.keep_adapters,
+    },
+    log,
+  );
+}
+
+/**
+ * The rollout spec of a run: the config's `rollout` block with its adapter folder resolved
+ * (rollout.adapter_dir, else <output_dir>/adapters, else a fresh temporary folder); undefined for
+ * the local backend.
+ */
+export function rolloutSpec(c: MagrpoConfig): RolloutSpec | undefined {
+  if (c.rollout.backend === 'local') return undefined;
+  const adapterDir = c.rollout.adapter_dir ?? (c.output_dir ? join(c.output_dir, 'adapters') : mkdtempSync(join(tmpdir(), 'magrpo-adapters-')));
+  return { ...c.rollout, adapterDir };
+}
