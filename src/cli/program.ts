@@ -5,11 +5,13 @@ import { registerDashboard } from './dashboard.js';
 import { registerDemo } from './demo.js';
 import { registerDoctor } from './doctor.js';
 import { registerEval } from './eval.js';
+import { registerExport } from './export.js';
 import { registerInit } from './init.js';
 import { CLI } from './options.js';
 import { registerPretrain } from './pretrain.js';
 import { registerSample } from './sample.js';
 import { registerSchema } from './schema.js';
+import { registerServe } from './serve.js';
 import { registerTrain } from './train.js';
 
 /**
@@ -55,6 +57,8 @@ any project that installs magrpo; after \`npm install -g magrpo\`, plain \`magrp
   registerInit(program);
   registerSchema(program);
   registerSample(program);
+  registerServe(program);
+  registerExport(program);
   registerBench(program);
   registerDoctor(program);
   registerPretrain(program);

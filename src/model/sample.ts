@@ -128,21 +128,21 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
 }
 
 /** Log-sum-exp of each logits row. */
-function rowLogprobs(rows: number, V: number, logits: FloatArray): FloatArray {
+export function rowLogprobs(rows: number, V: number, logits: FloatArray): FloatArray {
   const lse = alloc(rows);
   backend().logSoftmaxGather(rows, V, logits, new Int32Array(rows).fill(-1), alloc(rows), lse);
   return lse;
 }
 
 /** The most likely token of each row (the lower id on ties). */
-function argmaxRows(rows: number, V: number, logits: FloatArray): Int32Array {
+export function argmaxRows(rows: number, V: number, logits: FloatArray): Int32Array {
   const idx = new Int32Array(rows);
   backend().topk(rows, V, logits, 1, alloc(rows), idx);
   return idx;
 }
 
 /** One token per row: temperature, then top-k, then top-p, then one categorical draw (one rng draw per row). */
-function sampleRows(rows: number, V: number, logits: FloatArray, temperature: number, topK: number | null, topP: number, rng: Rng): Int32Array {
+export function sampleRows(rows: number, V: number, logits: FloatArray, temperature: number, topK: number | null, topP: number, rng: Rng): Int32Array {
   const chosen = new Int32Array(rows);
   const k = topK && topK > 0 ? Math.min(topK, V) : topP < 1 ? V : 0;
   if (k === 0) {
