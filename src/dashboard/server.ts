@@ -19,8 +19,8 @@ import { fileURLToPath } from 'node:url';
 import sirv from 'sirv';
 import { runTokenizerDir, tokenPieces } from './tokens.js';
 
-/** Run files the page may read. */
-export const SERVED_RUN_FILES = ['config.yaml', 'metrics.jsonl', 'samples.jsonl', 'eval.json', 'report.json', 'report.md'];
+/** Run files the page may read (demo.json: `magrpo demo`'s before/after evaluations and baselines). */
+export const SERVED_RUN_FILES = ['config.yaml', 'metrics.jsonl', 'samples.jsonl', 'eval.json', 'demo.json', 'report.json', 'report.md'];
 /** Longest request target accepted; every real path is far shorter. */
 export const MAX_URL_BYTES = 1024;
 /** Request header budget (Node's default is 16 KiB; the page sends well under 2 KiB). */
