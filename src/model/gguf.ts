@@ -99,13 +99,7 @@ class Bytes {
 
 function writeValue(b: Bytes, v: GgufValue): void {
   b.u32(v.type === 'array' ? GGUF_TYPE.array : GGUF_TYPE[v.type]);
-  if (v.type === 'u32') b.u32(v.value);
-  else if (v.type === 'i32') b.i32(v.value);
-  else if (v.type === 'f32') b.f32(v.value);
-  else if (v.type === 'u64') b.u64(v.value);
-  else if (v.type === 'bool') b.u8(v.value ? 1 : 0);
-  else if (v.type === 'string') b.string(v.value);
-  else {
+  if (v.type === 'array') {
     b.u32(GGUF_TYPE[v.of]);
     b.u64(v.value.length);
     for (const x of v.value) {
@@ -114,7 +108,12 @@ function writeValue(b: Bytes, v: GgufValue): void {
       else if (v.of === 'u32') b.u32(x as number);
       else b.f32(x as number);
     }
-  }
+  } else if (v.type === 'bool') b.u8(v.value ? 1 : 0);
+  else if (v.type === 'string') b.string(v.value);
+  else if (v.type === 'u32') b.u32(v.value);
+  else if (v.type === 'i32') b.i32(v.value);
+  else if (v.type === 'f32') b.f32(v.value);
+  else b.u64(v.value);
 }
 
 function tensorBytes(t: GgufTensor): Uint8Array {
@@ -324,7 +323,7 @@ export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {
   for (const [hf, p] of lm.model.params) {
     const gg = ggufTensorName(hf);
     if (gg === null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama/Qwen2 model');
-    let data = Float32Array.from(p.data);
+    let data: Float32Array = Float32Array.from(p.data);
     const cols = p.shape.length === 2 ? p.shape[1] : 1;
     if (arch === 'llama' && /\.attn_q\./.test(gg)) data = permuteForRope(data, cfg.numHeads, cols);
     if (arch === 'llama' && /\.attn_k\./.test(gg)) data = permuteForRope(data, cfg.numKvHeads, cols);

@@ -23,7 +23,7 @@ after(() => rmSync(tmp, { recursive: true, force: true }));
 interface Parsed {
   version: number;
   meta: Map<string, unknown>;
-  tensors: Map<string, { dims: number[]; type: number; offset: number; data: Float32Array }>;
+  tensors: Map<string, { name: string; dims: number[]; type: number; offset: number; data: Float32Array }>;
   dataStart: number;
 }
 
@@ -97,7 +97,7 @@ function parseGguf(file: string): Parsed {
   }
   const align = (meta.get('general.alignment') as number | undefined) ?? 32;
   const dataStart = Math.ceil(at / align) * align;
-  const tensors = new Map<string, { dims: number[]; type: number; offset: number; data: Float32Array }>();
+  const tensors = new Map<string, { name: string; dims: number[]; type: number; offset: number; data: Float32Array }>();
   for (const t of infos) {
     const n = t.dims.reduce((a, b) => a * b, 1);
     const start = dataStart + t.offset;
