@@ -1,14 +1,7 @@
 /** `magrpo eval <config | run-dir>`: the paper's table for a team and the environment's baselines. */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import { formatTable } from '../envs/run.js';
-import { LanguageModel } from '../model/pretrained.js';
 import { type EvalFlags, evaluateTarget } from '../run/evaluate.js';
-import { prepareRun } from '../run/prepare.js';
-import { isQuiet } from '../run/progress.js';
-import type { RunConfig } from '../run/run-config.js';
-import { isRunDir, RUN_FILES, teamFolders } from '../run/run-dir.js';
 import { CLI, intOption } from './options.js';
 
 export function registerEval(program: Command): void {

@@ -31,13 +31,16 @@ export class LocalAgent implements AgentHandle {
     return this.agent.sample(requests, params);
   }
   async update(minibatches: LossSample[][]) {
-    return this.agent.update(minibatches);
+    const stats = await this.agent.update(minibatches);
+    // A remote sampler gets the new weights right away (rl/sampler.ts).
+    await this.agent.syncSampler();
+    return stats;
   }
   async save(dir: string) {
-    this.agent.save(dir);
+    await this.agent.save(dir);
   }
   async load(dir: string) {
-    this.agent.load(dir);
+    await this.agent.load(dir);
   }
   async close() {}
 }

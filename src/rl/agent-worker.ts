@@ -13,7 +13,7 @@ try {
   failure = e instanceof Error ? e.message : String(e);
 }
 
-parentPort?.on('message', (m: { id: number; method: string; args: unknown[] }) => {
+parentPort?.on('message', async (m: { id: number; method: string; args: unknown[] }) => {
   try {
     if (failure !== null || agent === null) throw new Error(failure ?? 'agent not built');
     const a = agent;
@@ -23,16 +23,17 @@ parentPort?.on('message', (m: { id: number; method: string; args: unknown[] }) =
         value = true;
         break;
       case 'sample':
-        value = a.sample(...(m.args as Parameters<PolicyAgent['sample']>));
+        value = await a.sample(...(m.args as Parameters<PolicyAgent['sample']>));
         break;
       case 'update':
-        value = a.update(...(m.args as Parameters<PolicyAgent['update']>));
+        value = await a.update(...(m.args as Parameters<PolicyAgent['update']>));
+        await a.syncSampler();
         break;
       case 'save':
-        a.save(m.args[0] as string);
+        await a.save(m.args[0] as string);
         break;
       case 'load':
-        a.load(m.args[0] as string);
+        await a.load(m.args[0] as string);
         break;
       default:
         throw new Error(`unknown method ${m.method}`);

@@ -49,7 +49,7 @@ export const RolloutSchema = z.strictObject({
   backend: z
     .enum(['local', 'openai'])
     .default('local')
-    .describe("local: each agent samples with its own model in-process; openai: POST /v1/completions to rollout.servers (vLLM dialect; needs lora)"),
+    .describe('local: each agent samples with its own model in-process; openai: POST /v1/completions to rollout.servers (vLLM dialect; needs lora)'),
   servers: z
     .array(z.string().regex(/^https?:\/\/[^\s/]+/, 'a base URL such as http://127.0.0.1:8000'))
     .default([])
@@ -61,13 +61,16 @@ export const RolloutSchema = z.strictObject({
     .default(null)
     .describe('name of the environment variable holding the servers\' API key, sent as "Authorization: Bearer" (null = no key)'),
   timeout_s: z.number().positive().default(600).describe('seconds one request may take, answer included, before it is retried'),
-  max_concurrency: posInt().max(4096).default(16).describe("requests each agent keeps in flight over all servers"),
+  max_concurrency: posInt().max(4096).default(16).describe('requests each agent keeps in flight over all servers'),
   max_retries: nonNegInt().max(100).default(4).describe('further attempts after a connection error, timeout, 408, 429 or 5xx answer'),
   backoff_s: z.number().min(0).default(0.5).describe('wait before the first retry; doubles per retry (±20 % jitter)'),
   max_backoff_s: z.number().min(0).default(30).describe('upper bound of the wait between retries'),
   max_failures: posInt().default(3).describe('failures in a row after which a server is taken out of the pool (the run goes on while one is left)'),
   max_response_mb: z.number().positive().default(64).describe('answers larger than this many MiB are refused'),
-  balance: z.enum(['least_busy', 'round_robin']).default('least_busy').describe('server choice per request: fewest requests in flight (ties in turn), or strictly in turn'),
+  balance: z
+    .enum(['least_busy', 'round_robin'])
+    .default('least_busy')
+    .describe('server choice per request: fewest requests in flight (ties in turn), or strictly in turn'),
   prompt_format: z
     .enum(['token_ids', 'text'])
     .default('token_ids')
@@ -77,14 +80,65 @@ export const RolloutSchema = z.strictObject({
     .min(1)
     .nullable()
     .default(null)
-    .describe('folder the servers can read (same path) where each adapter version is written (null = <output_dir>/adapters, or a temporary folder without output_dir)'),
+    .describe(
+      'folder the servers can read (same path) where each adapter version is written (null = <output_dir>/adapters, or a temporary folder without output_dir)',
+    ),
   keep_adapters: z.boolean().default(false).describe('keep every adapter version on disk (false: a version is deleted once unloaded)'),
   tis_cap: z
     .number()
     .positive()
     .nullable()
     .default(2)
-    .describe('C of truncated importance sampling: each token\'s policy-gradient term × min(exp(log π_learner − log π_sampler), C) (null = no correction)'),
+    .describe("C of truncated importance sampling: each token's policy-gradient term × min(exp(log π_learner − log π_sampler), C) (null = no correction)"),
+});
+
+/** Where gradients are computed (docs/learner.md): magrpo's engine in-process, or a PyTorch learner process (learner/). */
+export const LearnerSchema = z.strictObject({
+  backend: z
+    .enum(['local', 'torch'])
+    .default('local')
+    .describe('local: the embedded engine in this process; torch: a PyTorch learner (learner/, DDP under torchrun) computes forward_backward and optim_step'),
+  url: z
+    .string()
+    .regex(/^(https?:\/\/[^\s/]+|unix:\/\S+)/, 'http://host:port or unix:/path/to.sock')
+    .nullable()
+    .default(null)
+    .describe('a running learner (python -m magrpo_learner --listen ...) to use; null = the trainer starts one itself and stops it at the end'),
+  python: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('Python interpreter that starts the learner (null = .cache/venv-learner/bin/python if present, else python3)'),
+  command: z
+    .array(z.string().min(1))
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe(
+      'full command that starts the learner, e.g. [torchrun, --nproc_per_node, "8", -m, magrpo_learner] (the trainer appends --listen; null = built from python and nproc)',
+    ),
+  nproc: posInt().max(1024).default(1).describe('learner processes (> 1: torchrun --standalone --nproc_per_node, data parallel over them)'),
+  device: z.enum(['cpu', 'cuda']).default('cpu').describe('where the learner computes: cpu (gloo between processes) or cuda (one GPU per process, nccl)'),
+  parallel: z
+    .enum(['ddp', 'fsdp'])
+    .default('ddp')
+    .describe('ddp: every process holds the whole model; fsdp: parameters sharded over the processes (models too large for one GPU)'),
+  dtype: z
+    .enum(['float32', 'float64', 'bfloat16'])
+    .default('float32')
+    .describe("the learner's parameter and compute precision (float64 for parity tests, bfloat16 on GPUs)"),
+  exchange_dir: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe(
+      'folder trainer and learner both read and write under the same path (initial and current adapters, checkpoints); null = a temporary folder, fine when both run on this machine',
+    ),
+  timeout_s: z.number().positive().default(600).describe('seconds one learner request may take before the run stops with an error'),
+  startup_timeout_s: z.number().positive().default(300).describe('seconds to wait for the learner to load its models and answer'),
+  max_message_mb: z.number().positive().default(256).describe('largest request or reply, in MiB (a larger one is an error, not a crash)'),
 });
 
 export const MagrpoConfigSchema = z
@@ -163,7 +217,12 @@ export const MagrpoConfigSchema = z
     lr_scheduler: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('(magrpo) learning-rate schedule over optimizer steps'),
     warmup_steps: nonNegInt().default(0).describe('(magrpo) linear warmup steps'),
     lora: LoraSchema.nullable().default(null).describe('(magrpo) train LoRA adapters instead of full weights (null = full fine-tuning)'),
-    rollout: RolloutSchema.default(RolloutSchema.parse({})).describe('(magrpo) where completions are sampled: in-process (local) or on inference servers (openai); docs/scale.md'),
+    rollout: RolloutSchema.default(RolloutSchema.parse({})).describe(
+      '(magrpo) where completions are sampled: in-process (local) or on inference servers (openai); docs/scale.md',
+    ),
+    learner: LearnerSchema.default(LearnerSchema.parse({})).describe(
+      '(magrpo) where gradients are computed: in-process (local) or a PyTorch learner (torch); docs/learner.md',
+    ),
     rollout_buffer_size: posInt().max(CONFIG_LIMITS.buffer).default(2).describe('node samples per agent before an update'),
     train_batch_size: posInt().max(CONFIG_LIMITS.buffer).nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
     // --- evaluation, logging, checkpoints
@@ -224,6 +283,13 @@ export const MagrpoConfigSchema = z
     }
     if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
       ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
+    }
+    if (c.learner.backend === 'torch' && c.learner.parallel === 'fsdp') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['learner', 'parallel'],
+        message: 'fsdp is not implemented by this version of the PyTorch learner yet (learner/README.md, "FSDP"); use ddp',
+      });
     }
     if (c.rollout.backend === 'openai') {
       if (c.rollout.servers.length === 0)

@@ -179,15 +179,21 @@ function call(endpoint: string, command: string, body: unknown, o: { timeoutMs: 
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
+        let tooLarge = false;
         res.on('data', (c: Buffer) => {
+          if (tooLarge) return;
           size += c.length;
           if (size > o.maxMessageBytes) {
-            req.destroy(new LearnerError('TOO_LARGE', `${command}: reply exceeds learner.max_message_mb (${o.maxMessageBytes} bytes)`));
+            // Reject first: destroying the request can still let 'end' fire with a cut body.
+            tooLarge = true;
+            reject(new LearnerError('TOO_LARGE', `${command}: reply exceeds learner.max_message_mb (${o.maxMessageBytes} bytes)`));
+            req.destroy();
             return;
           }
           chunks.push(c);
         });
         res.on('end', () => {
+          if (tooLarge) return;
           let parsed: unknown;
           try {
             parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));

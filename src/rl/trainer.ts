@@ -23,8 +23,10 @@ import { evaluate } from './evaluate.js';
 import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency.js';
 import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
+import { rolloutSpec } from './sampler.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
 import { TensorBoardSink } from './tensorboard.js';
+import { type LearnerProcess, startLearner, type TorchLearnerSpec } from './torch-learner.js';
 
 /** One agent's training sample from one tree node (spec §1.5 "NodeSample"). */
 export interface NodeSample {
@@ -84,6 +86,9 @@ export class MAGRPOTrainer<Item> {
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
   private stopRequested = false;
   private readonly fluency: FluencyMonitor;
+  /** The PyTorch learner this trainer started (learner.backend torch without a url), stopped by close(). */
+  private readonly learnerProcess: LearnerProcess | null;
+  private readonly learnerSpec: TorchLearnerSpec | undefined;
   private readonly callbacks: TrainerCallback<Item>[];
   /** Entries logged since the callbacks last saw them (sinks are synchronous, callbacks async). */
   private pendingLogs: { envStep: number; metrics: Record<string, number> }[] = [];
@@ -104,10 +109,16 @@ export class MAGRPOTrainer<Item> {
     this.rng = new Rng(c.seed);
     this.buffers = models.map(() => []);
     this.fluency = new FluencyMonitor(models.length);
-    this.agents = createAgents(
-      models.map((dir, i) => this.agentSpec(dir, i)),
-      c.parallel_training === 'mp' ? 'mp' : 'none',
-    );
+    ({ process: this.learnerProcess, spec: this.learnerSpec } = startLearner(c.learner));
+    try {
+      this.agents = createAgents(
+        models.map((dir, i) => this.agentSpec(dir, i)),
+        c.parallel_training === 'mp' ? 'mp' : 'none',
+      );
+    } catch (e) {
+      void this.learnerProcess?.close();
+      throw e;
+    }
     const sinks = [...(opts.sinks ?? []), ...reportSinks(c)];
     // Callbacks see every entry the sinks see (the logger decides what is written).
     sinks.push({ log: (envStep, metrics) => this.pendingLogs.push({ envStep, metrics }) });
@@ -135,6 +146,8 @@ export class MAGRPOTrainer<Item> {
       ppoClipEps: c.ppo_clip_eps,
       referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: c.reference_kl_coef } : null,
       trackReference: c.fluency_metrics,
+      rollout: rolloutSpec(c),
+      learner: this.learnerSpec,
     };
   }
 
@@ -278,6 +291,7 @@ export class MAGRPOTrainer<Item> {
             advantages: advantages(shaped, c.advantage_mode, c.advantage_normalization),
             oldLogprobs: group.completions.map((x) => x.logprobs),
             refLogprobs: group.refLogprobs,
+            ...(group.completions.some((x) => x.samplerLogprobs) ? { samplerLogprobs: group.completions.map((x) => x.samplerLogprobs ?? []) } : {}),
           },
         });
       }
@@ -344,6 +358,7 @@ export class MAGRPOTrainer<Item> {
       m[`agent_${i}/entropy`] = s.entropy;
       m[`agent_${i}/completion_length`] = s.completionLength;
       m[`agent_${i}/lr`] = s.lr;
+      for (const [name, v] of Object.entries(s.rollout ?? {})) m[`agent_${i}/${name}`] = v;
     }
     const t = this.timing;
     if (t.items > 0) {
@@ -405,6 +420,7 @@ export class MAGRPOTrainer<Item> {
 
   async close(): Promise<void> {
     await Promise.all(this.agents.map((a) => a.close()));
+    await this.learnerProcess?.close();
     await this.logger.close();
   }
 }

@@ -34,7 +34,11 @@ export const EvalSectionSchema = z.strictObject({
   seed: z.number().int().min(0).default(0).describe('sampling seed of the evaluation'),
   temperature: z.number().min(0).nullable().default(null).describe('sampling temperature (null = trainer.temperature; 0 = greedy)'),
   top_p: z.number().gt(0).max(1).nullable().default(null).describe('nucleus threshold (null = trainer.top_p)'),
-  top_k: posInt().max(1 << 20).nullable().default(null).describe('top-k (null = trainer.top_k)'),
+  top_k: posInt()
+    .max(1 << 20)
+    .nullable()
+    .default(null)
+    .describe('top-k (null = trainer.top_k)'),
   max_new_tokens: posInt().max(CONFIG_LIMITS.newTokens).nullable().default(null).describe('generation cap (null = trainer.max_new_tokens)'),
 });
 

@@ -15,6 +15,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -26,8 +28,9 @@ import { applyLora, loadLora } from '../../src/model/lora.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import { readSafetensors } from '../../src/model/safetensors.js';
 import { PolicyAgent } from '../../src/rl/agent.js';
+import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
-import { type LearnerConfig, LearnerProcess, TorchLearner } from '../../src/rl/torch-learner.js';
+import { type LearnerConfig, LearnerError, LearnerProcess, specFor, TorchLearner } from '../../src/rl/torch-learner.js';
 
 const MODEL = join('models', 'micro');
 const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
@@ -293,4 +296,105 @@ describe('magrpo checkpoints in transformers + peft', () => {
       }
     });
   }
+});
+
+describe('learner config and client errors (no Python needed)', () => {
+  it('learner defaults to the embedded engine; bad keys are named', () => {
+    assert.equal(resolveConfig({}).learner.backend, 'local');
+    const bad = (learner: unknown, path: string) =>
+      assert.throws(
+        () => resolveConfig({ learner }),
+        (e: unknown) => e instanceof ConfigError && e.issues.some((i) => i.path === path),
+        path,
+      );
+    bad({ backend: 'torch', parallel: 'fsdp' }, 'learner.parallel');
+    bad({ url: 'ftp://host:1' }, 'learner.url');
+    bad({ nproc: 0 }, 'learner.nproc');
+    bad({ backend: 'jax' }, 'learner.backend');
+  });
+
+  const spec: LearnerSpec = { ...SPEC, lora: null };
+  const base: LearnerConfig = {
+    backend: 'torch',
+    url: null,
+    python: null,
+    command: null,
+    nproc: 1,
+    device: 'cpu',
+    parallel: 'ddp',
+    dtype: 'float32',
+    exchange_dir: null,
+    timeout_s: 2,
+    startup_timeout_s: 2,
+    max_message_mb: 0.01,
+  };
+  /** A fake learner (test double) answering forward_backward with `reply`. */
+  async function fake(reply: (res: import('node:http').ServerResponse) => void): Promise<{ server: Server; url: string }> {
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/v1/create_agent') res.end(JSON.stringify({ ok: true }));
+        else reply(res);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  }
+  const sample: LossSample = { promptIds: [0, 5], completions: [[7, 8]], advantages: [1], oldLogprobs: [[-1, -2]] };
+  const cases: [string, (res: import('node:http').ServerResponse) => void, RegExp][] = [
+    ['a missing field is named', (res) => res.end(JSON.stringify({ ok: true, logprobs: [[[-1, -2]]] })), /field "loss" is missing/],
+    [
+      'a mistyped field is named',
+      (res) => res.end(JSON.stringify({ ok: true, loss: 'x', logprobs: [[[-1, -2]]] })),
+      /field "loss" is "x", expected a finite number/,
+    ],
+    [
+      'log-probs of the wrong shape are named',
+      (res) => res.end(JSON.stringify({ ok: true, loss: 1, logprobs: [[[-1]]] })),
+      /logprobs\[0\]\[0\]" should hold 2 numbers/,
+    ],
+    ['a reply that is not JSON', (res) => res.end('<html>'), /not JSON/],
+    [
+      'an error reply is passed on',
+      (res) => res.writeHead(500).end(JSON.stringify({ ok: false, error: 'CUDA out of memory' })),
+      /HTTP 500: CUDA out of memory/,
+    ],
+    ['a reply over max_message_mb', (res) => res.end(JSON.stringify({ ok: true, pad: 'x'.repeat(50_000) })), /exceeds learner.max_message_mb/],
+    ['a learner that does not answer in timeout_s', () => undefined, /no answer from the learner within learner.timeout_s/],
+  ];
+  for (const [name, reply, expected] of cases) {
+    it(name, async () => {
+      const { server, url } = await fake(reply);
+      try {
+        const lm = LanguageModel.load(MODEL);
+        const learner = new TorchLearner(spec, lm, specFor({ ...base, url }, url, tmpdir()));
+        await assert.rejects(learner.forwardBackward([sample]), (e: unknown) => e instanceof LearnerError && expected.test(e.message));
+      } finally {
+        server.closeAllConnections();
+        server.close();
+      }
+    });
+  }
+
+  it('a learner process that exits is reported with its exit code and last output', async () => {
+    const proc = new LearnerProcess({
+      ...base,
+      startup_timeout_s: 60,
+      command: [process.execPath, '-e', 'console.error("no GPU here"); process.exit(3)', '--'],
+    });
+    try {
+      const learner = new TorchLearner(spec, LanguageModel.load(MODEL), proc.spec(base));
+      await assert.rejects(
+        learner.optimStep(),
+        (e: unknown) => e instanceof LearnerError && /exited with code 3/.test(e.message) && /no GPU here/.test(e.message),
+      );
+    } finally {
+      await proc.close();
+    }
+  });
+
+  it('an unreachable learner is named', async () => {
+    const learner = new TorchLearner(spec, LanguageModel.load(MODEL), specFor({ ...base, startup_timeout_s: 0.5 }, 'http://127.0.0.1:9', tmpdir()));
+    await assert.rejects(learner.optimStep(), (e: unknown) => e instanceof LearnerError && /cannot reach the learner at http:\/\/127.0.0.1:9/.test(e.message));
+  });
 });

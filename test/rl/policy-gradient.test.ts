@@ -105,13 +105,13 @@ describe('policy-gradient update (float64, reference backend)', () => {
   it('PPO clipping at the first step (ratio 1) gives the plain policy gradient', () => check({ ppoClipEps: 0.2 }, () => 1));
   it('a KL loss term against an identical reference adds no gradient', () => check({ referenceKl: { mode: 'loss', coef: 0.3 } }, () => 1));
 
-  it("the reported loss is the mean of a minibatch's sample losses, the quantity differentiated", () => {
+  it("the reported loss is the mean of a minibatch's sample losses, the quantity differentiated", async () => {
     const agent = new PolicyAgent(spec(dir));
     const model = agent.lm.model;
     const other: LossSample = { promptIds: [2, 1], completions: [[7], [8, 0]], advantages: [-0.4, 0.9], oldLogprobs: [[], []] };
     const lossOf = (s: LossSample) => -s.completions.reduce((acc, c, g) => acc + s.advantages[g] * seqLogprob(model, s.promptIds, c), 0) / s.completions.length;
     const expected = noGrad(() => (lossOf(sample) + lossOf(other)) / 2);
-    const stats = agent.update([[sample, other]]);
+    const stats = await agent.update([[sample, other]]);
     assert.equal(stats.steps, 1);
     assert.ok(Math.abs(stats.loss - expected) < 1e-9 * Math.max(1, Math.abs(expected)), `logged ${stats.loss}, differentiated ${expected}`);
   });

@@ -14,12 +14,12 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { AdamW } from '../../src/engine/optim.js';
 import { type BackendName, type DType, setBackend, setDType } from '../../src/engine/runtime.js';
 import type { TextSample } from '../../src/model/pretrained.js';
 import { jointIndices } from '../../src/rl/advantage.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
+import type { LocalLearner } from '../../src/rl/learner.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
@@ -185,7 +185,7 @@ for (const { name, backend, dtype, tol } of SETUPS) {
             for (const [d, e] of exp.drains.entries()) close(got[d], e[key], Math.abs(e[key]) + (key === 'loss' ? 1 : 0), `${who} drain ${d} ${key}`, tol);
           }
           assert.equal(agent.spec.totalSteps, exp.optimizer_steps, `${who}: LR schedule length`);
-          const state = (agent as unknown as { opt: AdamW }).opt.state();
+          const state = (agent.learner as LocalLearner).optimizer.state();
           assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);
           const params = new Map(agent.lm.model.trainableParams().map((p) => [p.name as string, p]));
           assert.deepEqual([...params.keys()].sort(), Object.keys(exp.params).sort(), `${who}: trainable parameters`);
