@@ -19,6 +19,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
+import { MIN_BODY_CHARS } from '../src/data/decontam.js';
+import { pythonDefs } from '../src/data/pydefs.js';
 import { generatePyTasks, type PyTask } from '../src/data/pyfuncs.js';
 import { seedFrom } from '../src/data/rng.js';
 import { callsAux } from '../src/envs/coding/code-utils.js';
@@ -97,7 +99,7 @@ async function build() {
   const corpus = corpusText();
   const seen = new Set<string>();
   const sandbox = new PythonSandbox({ concurrency: 2 });
-  const stats = { generated: tasks.length, duplicates: 0, inCorpus: 0, failed: [] as string[] };
+  const stats = { generated: tasks.length, duplicates: 0, inCorpus: 0, sharesEvalBody: 0, failed: [] as string[] };
   const candidates: (CodingItem & { template: string })[] = [];
   for (const task of tasks) {
     const item = toCoopItem(task, 0);
@@ -113,17 +115,65 @@ async function build() {
     candidates.push(item);
   }
   const kept: (CodingItem & { template: string })[] = [];
-  for (let at = 0; at < candidates.length && kept.length < TRAIN + EVAL; at += 50) {
+  let at = 0;
+  /** Verifies the next batch of candidates in the sandbox; survivors go to `into`. */
+  const verifyNext = async (into: (CodingItem & { template: string })[]) => {
     const batch = candidates.slice(at, at + 50);
+    at += 50;
     const problems = await Promise.all(batch.map((item) => verify(item, sandbox)));
     for (const [i, problem] of problems.entries()) {
-      if (problem === null) kept.push(batch[i]);
+      if (problem === null) into.push(batch[i]);
       else stats.failed.push(`${batch[i].template} (${batch[i].entry_point}): ${problem}`);
     }
-  }
+  };
+  while (at < candidates.length && kept.length < TRAIN + EVAL) await verifyNext(kept);
   if (kept.length < TRAIN + EVAL) throw new Error(`only ${kept.length} problems survived, need ${TRAIN + EVAL}; raise CANDIDATES`);
-  const items = kept.slice(0, TRAIN + EVAL).map((item, i) => ({ ...item, task_id: `CoopPython/${i}` }));
-  return { train: items.slice(0, TRAIN), eval: items.slice(TRAIN), stats, corpusChecked: corpus !== '' };
+  // Eval: survivors TRAIN .. TRAIN + EVAL in generation order (unchanged since the set was first
+  // published, so the large corpus's decontamination against it stays valid).
+  const evalItems = kept.slice(TRAIN, TRAIN + EVAL).map((item, i) => ({ ...item, task_id: `CoopPython/${TRAIN + i}` }));
+  // Train: survivors in generation order whose functions share no normalized body with an eval
+  // problem's entry point (same template, new names is allowed; the same solution is not).
+  const evalBodies = new Set(evalItems.flatMap((item) => entryBodies(item)));
+  const train: (CodingItem & { template: string })[] = [];
+  const pool = [...kept.slice(0, TRAIN), ...kept.slice(TRAIN + EVAL)];
+  const take = (item: CodingItem & { template: string }) => {
+    if (train.length >= TRAIN) return;
+    if (allBodies(item).some((b) => evalBodies.has(b))) stats.sharesEvalBody++;
+    else train.push(item);
+  };
+  for (const item of pool) take(item);
+  while (train.length < TRAIN && at < candidates.length) {
+    const more: (CodingItem & { template: string })[] = [];
+    await verifyNext(more);
+    for (const item of more) take(item);
+  }
+  if (train.length < TRAIN) throw new Error(`only ${train.length} training problems share no body with eval; raise CANDIDATES`);
+  return { train: train.map((item, i) => ({ ...item, task_id: `CoopPython/${i}` })), eval: evalItems, stats, corpusChecked: corpus !== '' };
+}
+
+/** The programs a problem's solutions form: as HumanEval (helper nested) and as the team writes them. */
+function solutionPrograms(item: CodingItem): string[] {
+  const helper = /^\s*def\s+(\w+)/.exec(item.canonical_solution ?? '')?.[1];
+  const main = item.main_solution ?? '';
+  return [item.prompt + item.canonical_solution, main, ...(helper === undefined ? [] : [main.replace(/\baux\b/g, helper)])];
+}
+
+/** Normalized bodies (≥ MIN_BODY_CHARS) of the entry point in every solution form. */
+function entryBodies(item: CodingItem): string[] {
+  return solutionPrograms(item).flatMap((p) =>
+    pythonDefs(p)
+      .filter((d) => d.name === item.entry_point && d.body.length >= MIN_BODY_CHARS)
+      .map((d) => d.body),
+  );
+}
+
+/** Normalized bodies (≥ MIN_BODY_CHARS) of every function in every solution form. */
+function allBodies(item: CodingItem): string[] {
+  return [...solutionPrograms(item), item.aux_solution ?? ''].flatMap((p) =>
+    pythonDefs(p)
+      .filter((d) => d.body.length >= MIN_BODY_CHARS)
+      .map((d) => d.body),
+  );
 }
 
 function jsonl(items: readonly object[]): string {
@@ -183,10 +233,13 @@ dropped; ${built.corpusChecked ? `${stats.inCorpus} whose prompt occurs verbatim
 Then, in the Python sandbox, \`prompt + canonical_solution\` had to pass every extracted assert, and the
 team answer had to pass every assert through the coding reward with main calling aux;
 ${stats.failed.length} candidate(s) failed${stats.failed.length ? `: ${stats.failed.slice(0, 5).join('; ')}` : ''}.
-The first ${built.train.length + built.eval.length} survivors in generation order (which cycles through the templates) form train, then eval.
+Eval is survivors ${TRAIN} to ${TRAIN + EVAL - 1} in generation order (which cycles through the templates). Train is
+the other survivors in generation order, except the ${stats.sharesEvalBody} whose functions have the same normalized
+body (docstrings, comments and layout removed; \`src/data/pydefs.ts\`) as an eval problem's entry point.
 
 Train and eval share templates (eval measures generalisation to new names, constants and inputs, not
-to new kinds of problems), but no prompt occurs in both.
+to new kinds of problems), but no prompt and no entry-point solution body occurs in both
+(\`test/data/disjoint.test.ts\` checks it, and that the large pretraining corpus reproduces no eval problem).
 
 ## Problems per template
 
@@ -214,5 +267,7 @@ if (check) {
   for (const [name, text] of Object.entries(files)) writeFileSync(join(outDir, name), text);
   const s = built.stats;
   console.log(`wrote ${built.train.length} train + ${built.eval.length} eval problems to data/coding`);
-  console.log(`generated ${s.generated}, duplicate prompts ${s.duplicates}, in corpus ${s.inCorpus}, failed checks ${s.failed.length}`);
+  console.log(
+    `generated ${s.generated}, duplicate prompts ${s.duplicates}, in corpus ${s.inCorpus}, sharing an eval body ${s.sharesEvalBody}, failed checks ${s.failed.length}`,
+  );
 }

@@ -1,0 +1,68 @@
+/**
+ * Eval problems are not training material: the coop-python eval problems share no solution (by
+ * normalized function body: docstrings, comments and layout removed) with the coop-python training
+ * items, and the large pretraining corpus reproduces no eval problem (function body or 13-word run,
+ * the build's own filter re-run over the built file). The shipped small corpus predates the filter
+ * and is known to contain coop-python eval solutions (data/README.md); its count is asserted so a
+ * change shows up.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { readJsonlGz } from '../../src/data/build-corpus.js';
+import { DecontamIndex, MIN_BODY_CHARS, readEvalProblems } from '../../src/data/decontam.js';
+import { pythonDefs } from '../../src/data/pydefs.js';
+
+const EVAL = readEvalProblems('data/coding/coop-python.eval.jsonl', 'coop-python-eval');
+const HUMANEVAL = readEvalProblems('data/humaneval/HumanEval.jsonl.gz', 'humaneval');
+const LARGE = '.cache/data/large/train.jsonl.gz';
+const hash = (body: string) => createHash('sha256').update(body).digest('hex');
+
+/** Hashes of the normalized bodies of every function (≥ MIN_BODY_CHARS) in `programs`. */
+function bodyHashes(programs: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const p of programs) for (const d of pythonDefs(p)) if (d.body.length >= MIN_BODY_CHARS) out.add(hash(d.body));
+  return out;
+}
+
+describe('eval problems are disjoint from training data', () => {
+  it('coop-python: no eval solution body occurs among the training items', () => {
+    const train = readEvalProblems('data/coding/coop-python.train.jsonl', 'coop-python-train');
+    assert.ok(train.length >= 300 && EVAL.length >= 100, `${train.length} train, ${EVAL.length} eval`);
+    // the entry point's body of each eval problem (helpers are shared by design: is_prime etc.)
+    const evalBodies = new Map<string, string>();
+    for (const p of EVAL)
+      for (const s of p.solutions)
+        for (const d of pythonDefs(s)) if (d.name === p.entryPoint && d.body.length >= MIN_BODY_CHARS) evalBodies.set(hash(d.body), p.id);
+    assert.ok(evalBodies.size >= EVAL.length, `${evalBodies.size} eval bodies`);
+    const trainBodies = bodyHashes(train.flatMap((p) => p.solutions));
+    const shared = [...evalBodies].filter(([h]) => trainBodies.has(h)).map(([, id]) => id);
+    assert.deepEqual(shared, []);
+  });
+
+  it('the large pretraining corpus reproduces no coop-python or HumanEval problem', (t) => {
+    if (!existsSync(LARGE)) {
+      t.skip(`${LARGE} is not built here (npm run data:large); the build itself refuses contaminated documents`);
+      return;
+    }
+    const index = new DecontamIndex([...EVAL, ...HUMANEVAL]);
+    const hits: string[] = [];
+    for (const d of readJsonlGz(LARGE)) {
+      const hit = index.check(d.text);
+      if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
+    }
+    assert.deepEqual(hits.slice(0, 10), []);
+  });
+
+  it('the shipped small corpus (before the filter existed) holds coop-python eval solutions: documented, counted', () => {
+    const evalBodies = new Set<string>();
+    for (const p of EVAL)
+      for (const s of p.solutions) for (const d of pythonDefs(s)) if (d.name === p.entryPoint && d.body.length >= MIN_BODY_CHARS) evalBodies.add(hash(d.body));
+    const docs = readJsonlGz('data/corpus/train.jsonl.gz');
+    let contaminated = 0;
+    for (const d of docs) if (d.text.includes('def ') && pythonDefs(d.text).some((f) => evalBodies.has(hash(f.body)))) contaminated++;
+    // models/small was trained on this corpus: its coop-python numbers are not clean evidence
+    assert.ok(contaminated > 0, 'if this reaches 0 the small corpus was rebuilt: update data/README.md and the model card');
+  });
+});
