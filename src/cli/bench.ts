@@ -90,7 +90,7 @@ export function registerBench(program: Command): void {
 Examples:
   ${CLI} bench --sizes 1m --quick --no-torch       # a minute: this engine alone
   ${CLI} bench --sizes 1m,10m --out bench/results/mine.json   # with PyTorch and llama.cpp when installed
-  node scripts/bench-report.mjs                       # rebuild docs/benchmarks.md from bench/results/`,
+  # then: node scripts/bench-report.mjs rebuilds docs/benchmarks.md from bench/results/*.json`,
     )
     .action((flags: BenchFlags) => {
       if (flags.worker !== undefined) {
