@@ -127,7 +127,7 @@ export function renderModelCard(x: ModelCardInput): string {
     `# magrpo-${name}`,
     '',
     `A ${e.model.parameters >= 1e6 ? `${(e.model.parameters / 1e6).toFixed(2)} M` : `${(e.model.parameters / 1e3).toFixed(0)} K`}-parameter Llama-style base language model pretrained from scratch by`,
-    "magrpo's own TypeScript engine on CPU, on the project's small prose + code corpus. It is a research",
+    "magrpo's own TypeScript engine on CPU, on the prose + code corpus listed below. It is a research",
     'and test artefact: a starting point for MAGRPO experiments and tests, not a useful assistant.',
     '',
     '## Architecture',
@@ -259,9 +259,9 @@ export function renderModelCard(x: ModelCardInput): string {
     '',
     '## Limitations',
     '',
-    'Tiny model, tiny corpus, short training: the text is locally fluent at best, facts are unreliable, and code',
+    'Tiny model, small corpus, short training: the text is locally fluent at best, facts are unreliable, and code',
     'completions mostly imitate the shape of the generated Python functions. English only. The prose sources carry',
-    'the biases of their periods (19th-century fiction, 1790–2016 political speeches, 1961 American English).',
+    'the biases of their periods (19th-century fiction, 1790–2016 political speeches, 1961 American English, the King James Bible).',
     '',
   );
   return lines.join('\n');
