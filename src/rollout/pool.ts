@@ -47,6 +47,8 @@ export interface PoolOptions {
   balance: 'least_busy' | 'round_robin';
   /** Log line sink (default: stderr). */
   log?: (message: string) => void;
+  /** How to wait between attempts (default: a timer); tests pass one that records the waits. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 interface Server {
@@ -92,7 +94,7 @@ class Semaphore {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const timerSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class ServerPool {
   private readonly servers: Server[];
@@ -137,7 +139,7 @@ export class ServerPool {
         last = e.message;
         this.fail(server, e.message);
         avoid = server;
-        if (attempt < this.opts.maxRetries && this.live().length > 0) await sleep(this.backoff(attempt));
+        if (attempt < this.opts.maxRetries && this.live().length > 0) await (this.opts.sleep ?? timerSleep)(this.backoff(attempt));
       }
     }
     if (this.live().length === 0) throw this.noServerLeft();
@@ -166,7 +168,7 @@ export class ServerPool {
             }
             this.fail(server, e.message);
             if (server.dead) return null;
-            await sleep(this.backoff(attempt));
+            await (this.opts.sleep ?? timerSleep)(this.backoff(attempt));
           }
         }
       }),

@@ -65,18 +65,18 @@ describe('ServerPool', () => {
   });
 
   it('retries 5xx answers with growing backoff and succeeds', async () => {
-    const times: number[] = [];
-    const s = await fake((_, k) => {
-      times.push(performance.now());
-      return k < 2 ? { status: 503, body: { error: { message: 'overloaded' } } } : { body: { ok: true } };
-    });
-    const r = await pool([s.url], { backoffMs: 40, maxFailures: 5 }).post('/v1/completions', {});
+    const s = await fake((_, k) => (k < 2 ? { status: 503, body: { error: { message: 'overloaded' } } } : { body: { ok: true } }));
+    // The waits the pool asks for (wall-clock gaps between arrivals are not reliable on a loaded machine).
+    const waits: number[] = [];
+    const sleep = async (ms: number) => {
+      waits.push(ms);
+    };
+    const r = await pool([s.url], { backoffMs: 40, maxBackoffMs: 1000, maxFailures: 5, sleep }).post('/v1/completions', {});
     assert.equal(JSON.parse(r.text).ok, true);
     assert.equal(s.seen.length, 3);
-    const gap1 = times[1] - times[0];
-    const gap2 = times[2] - times[1];
-    assert.ok(gap1 >= 30, `first backoff ${gap1} ms < 0.8 × 40`);
-    assert.ok(gap2 >= 60, `second backoff ${gap2} ms < 0.8 × 80 (exponential)`);
+    assert.equal(waits.length, 2);
+    assert.ok(waits[0] >= 0.8 * 40 && waits[0] <= 1.2 * 40, `first backoff ${waits[0]} ms, want 40 ± 20 %`);
+    assert.ok(waits[1] >= 0.8 * 80 && waits[1] <= 1.2 * 80, `second backoff ${waits[1]} ms, want 80 ± 20 % (exponential)`);
   });
 
   it('retries a timeout on another server', async () => {
