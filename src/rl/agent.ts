@@ -6,7 +6,6 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ScheduleKind } from '../engine/optim.js';
 import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
@@ -14,7 +13,7 @@ import { writeFileAtomic } from '../model/atomic-write.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import { applyLora, loadLora, saveLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
-import { type Learner, LocalLearner, type LossSample } from './learner.js';
+import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
 import { createSampler, type RolloutSpec, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
 import { TorchLearner, type TorchLearnerSpec } from './torch-learner.js';
@@ -23,24 +22,9 @@ export type { LossSample } from './learner.js';
 export type { SamplingParams } from './sampler.js';
 
 /** Everything needed to build an agent; plain data so it can cross a worker boundary. */
-export interface AgentSpec {
-  index: number;
-  modelDir: string;
+export interface AgentSpec extends LearnerSpec {
+  /** Seeds the agent's sampling RNG (and LoRA initialisation). */
   seed: number;
-  lr: number;
-  weightDecay: number;
-  betas: [number, number];
-  eps: number;
-  maxGradNorm: number | null;
-  lrScheduler: ScheduleKind;
-  warmupSteps: number;
-  /** Estimated optimizer steps of the run (for linear/cosine schedules). */
-  totalSteps: number;
-  lora: { r: number; alpha: number; target_modules: string[] } | null;
-  lossAggregation: 'sequence_sum' | 'token_mean' | 'constant_norm';
-  maxNewTokens: number;
-  ppoClipEps: number | null;
-  referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
   /** Keep a frozen copy of the starting model to score each completion's NLL (fluency tracking). */
   trackReference?: boolean;
   /** Where completions are sampled (rl/sampler.ts); absent: in-process with the agent's own model. */
