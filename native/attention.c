@@ -2,7 +2,6 @@
  * Self-attention: softmax (scaled, causal, key-masked), attention over every batch row and head
  * with its backward, and rotary position embeddings.
  */
-#include <cblas.h>
 #include <stdlib.h>
 
 #include "magrpo.h"
@@ -92,9 +91,9 @@ void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, c
 
 /* ---------------------------------------------------------------------------------------------
  * attention, attentionBackward: every (batch, head) in one call. Per head the products are
- * cblas_sgemm calls on strided views of the [B, T, H, D] / [B, Smax, Hkv, D] layouts, except at
+ * blas_sgemm calls on strided views of the [B, T, H, D] / [B, Smax, Hkv, D] layouts, except at
  * decode time (T = 1), where dot products over the KV cache beat GEMM calls. Heads run in
- * parallel (OpenBLAS then stays on one thread inside each), the backward per key/value head so
+ * parallel (each head's products then run on its thread), the backward per key/value head so
  * that the query heads sharing it add into its gradient one after another.
  * ------------------------------------------------------------------------------------------- */
 
@@ -111,9 +110,9 @@ INLINE void attention_heads(int64_t lo, int64_t hi, const AttnArgs *args) {
     const float *kh = a->k + b * a->Smax * ldk + g * D, *vh = a->v + b * a->Smax * ldk + g * D;
     float *Ph = P + task * T * S, *oh = out + b * T * ldq + h * D;
     SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)D, 1.0f, qh, (int)ldq, kh, (int)ldk, 0.0f, Ph, (int)S);
+    blas_sgemm(false, true, T, S, D, 1.0f, qh, ldq, kh, ldk, 0.0f, Ph, S);
     softmax_block(0, T, &sp, Ph, Ph);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)S, 1.0f, Ph, (int)S, vh, (int)ldk, 0.0f, oh, (int)ldq);
+    blas_sgemm(false, false, T, D, S, 1.0f, Ph, S, vh, ldk, 0.0f, oh, ldq);
   }
 }
 
@@ -179,10 +178,10 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
       int64_t off = b * T * ldq + h * D;
       const float *Ph = gr->P + (b * a->H + h) * T * S, *gOh = gr->gO + off, *qh = a->q + off;
       /* dV += Pᵀ · dO */
-      if (gvg) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)D, (int)T, 1.0f, Ph, (int)S, gOh, (int)ldq, 1.0f, gvg, (int)ldk);
+      if (gvg) blas_sgemm(true, false, S, D, T, 1.0f, Ph, S, gOh, ldq, 1.0f, gvg, ldk);
       if (!gr->gq && !gkg) continue;
       /* dP = dO · Vᵀ, then dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in place */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)S, (int)D, 1.0f, gOh, (int)ldq, vg, (int)ldk, 0.0f, dS, (int)S);
+      blas_sgemm(false, true, T, S, D, 1.0f, gOh, ldq, vg, ldk, 0.0f, dS, S);
       for (int64_t t = 0; t < T; t++) {
         float *row = dS + t * S;
         const float *pr = Ph + t * S;
@@ -193,8 +192,8 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
         for (int64_t s = 0; s < S; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
       }
       /* dQ += dS · K;  dK += dSᵀ · Q */
-      if (gr->gq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)S, 1.0f, dS, (int)S, kg, (int)ldk, 1.0f, gr->gq + off, (int)ldq);
-      if (gkg) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)D, (int)T, 1.0f, dS, (int)S, qh, (int)ldq, 1.0f, gkg, (int)ldk);
+      if (gr->gq) blas_sgemm(false, false, T, D, S, 1.0f, dS, S, kg, ldk, 1.0f, gr->gq + off, ldq);
+      if (gkg) blas_sgemm(true, false, S, D, T, 1.0f, dS, S, qh, ldq, 1.0f, gkg, ldk);
     }
   }
 }

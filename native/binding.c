@@ -792,10 +792,42 @@ static napi_value k_supported_isas(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+static void set_string(napi_env env, napi_value obj, const char *key, const char *value) {
+  napi_value v;
+  napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
+  napi_set_named_property(env, obj, key, v);
+}
+
+/* The BLAS in use: { kind: "openblas" | "builtin", path, corename, config, reason }. */
+static napi_value k_blas(napi_env env, napi_callback_info info) {
+  (void)info;
+  const BlasInfo *b = blas_info();
+  napi_value r;
+  napi_create_object(env, &r);
+  set_string(env, r, "kind", b->openblas ? "openblas" : "builtin");
+  set_string(env, r, "path", b->path);
+  set_string(env, r, "corename", b->corename);
+  set_string(env, r, "config", b->config);
+  set_string(env, r, "reason", b->why);
+  return r;
+}
+
+/* OpenBLAS's core name, or null with the builtin sgemm (read by the core probe's child). */
+static napi_value k_blas_core_name(napi_env env, napi_callback_info info) {
+  (void)info;
+  const BlasInfo *b = blas_info();
+  napi_value r;
+  if (b->openblas && b->corename[0])
+    napi_create_string_utf8(env, b->corename, NAPI_AUTO_LENGTH, &r);
+  else
+    napi_get_null(env, &r);
+  return r;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   const char *err = magrpo_init();
   if (err != NULL) {
-    napi_throw_error(env, "NATIVE_BAD_ISA", err);
+    napi_throw_error(env, strncmp(err, "MAGRPO_BLAS", 11) == 0 ? "NATIVE_BAD_BLAS" : "NATIVE_BAD_ISA", err);
     return NULL;
   }
   static const struct {
@@ -806,6 +838,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"getNumThreads", k_get_num_threads},
       {"isa", k_isa},
       {"supportedIsas", k_supported_isas},
+      {"blas", k_blas},
+      {"blasCoreName", k_blas_core_name},
       {"gemm", k_gemm},
       {"binary", k_binary},
       {"unary", k_unary},

@@ -1,6 +1,6 @@
 /*
  * Process set-up at load, once per process (worker threads load the addon again but share its
- * state): the kernel table for this CPU, the thread count, malloc tuning.
+ * state): the kernel table for this CPU, the BLAS (blas.c), the thread count, malloc tuning.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,10 +23,10 @@ const char *const ISA_NAMES[ISA_COUNT] = {"generic", "avx2", "avx512"};
 #define ENTRY_avx512(name, Args) .name = name##__avx512,
 
 static const Kernels TABLES[ISA_COUNT] = {
-    [ISA_GENERIC] = {.isa = ISA_GENERIC, ALL_LOOPS(ENTRY_generic)},
+    [ISA_GENERIC] = {.isa = ISA_GENERIC, .sgemm = sgemm_builtin__generic, ALL_LOOPS(ENTRY_generic)},
 #if MAGRPO_X86
-    [ISA_AVX2] = {.isa = ISA_AVX2, ALL_LOOPS(ENTRY_avx2)},
-    [ISA_AVX512] = {.isa = ISA_AVX512, ALL_LOOPS(ENTRY_avx512)},
+    [ISA_AVX2] = {.isa = ISA_AVX2, .sgemm = sgemm_builtin__avx2, ALL_LOOPS(ENTRY_avx2)},
+    [ISA_AVX512] = {.isa = ISA_AVX512, .sgemm = sgemm_builtin__avx512, ALL_LOOPS(ENTRY_avx512)},
 #endif
 };
 
@@ -95,8 +95,11 @@ static void tune_malloc(void) {
 #endif
 }
 
+static const char *g_blas_error;
+
 static void init_process_once(void) {
   select_isa();
+  g_blas_error = blas_init();
   tune_malloc();
   int n = env_threads("MAGRPO_NUM_THREADS");
   if (n == 0) n = env_threads("OPENBLAS_NUM_THREADS");
@@ -111,5 +114,5 @@ static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 
 const char *magrpo_init(void) {
   pthread_once(&g_init_once, init_process_once);
-  return g_isa_error[0] ? g_isa_error : NULL;
+  return g_isa_error[0] ? g_isa_error : g_blas_error;
 }

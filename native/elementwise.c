@@ -2,6 +2,8 @@
  * Elementwise kernels: binary ops with broadcasting, unary ops (activations) and their
  * gradients, axpy, scale, sums, strided copies, SwiGLU, embedding lookup.
  */
+#include <stdlib.h>
+
 #include "magrpo.h"
 
 /* ---------------------------------------------------------------------------------------------
@@ -203,21 +205,31 @@ INLINE void sum_squares_range(int64_t lo, int64_t hi, const SumSquaresArgs *a) {
   *a->sum = s;
 }
 
+typedef struct {
+  int64_t n;
+  const float *x;
+  double *part; /* one per slice, zeroed: a team smaller than asked leaves the rest 0 */
+} SumSquaresJob;
+
+static void sum_squares_task(int t, int T, void *ctx) {
+  const SumSquaresJob *j = ctx;
+  SumSquaresArgs a = {j->x, &j->part[t]};
+  kern->sum_squares_range(j->n * t / T, j->n * (t + 1) / T, &a);
+}
+
 double sum_squares(int64_t n, const float *x) {
   double s = 0;
-  if (n >= PAR_MIN && threads() > 1) {
-#pragma omp parallel num_threads(threads()) reduction(+ : s)
-    {
-      int64_t t = thread_index(), T = team_size();
-      double part;
-      SumSquaresArgs a = {x, &part};
-      kern->sum_squares_range(n * t / T, n * (t + 1) / T, &a);
-      s += part;
-    }
-  } else {
-    SumSquaresArgs a = {x, &s};
-    kern->sum_squares_range(0, n, &a);
+  int T = threads();
+  double *part = n >= PAR_MIN && T > 1 && team_size() == 1 ? calloc((size_t)T, sizeof(double)) : NULL;
+  if (part != NULL) {
+    SumSquaresJob j = {n, x, part};
+    parallel_run(T, sum_squares_task, &j);
+    for (int i = 0; i < T; i++) s += part[i];
+    free(part);
+    return s;
   }
+  SumSquaresArgs a = {x, &s};
+  kern->sum_squares_range(0, n, &a);
   return s;
 }
 
@@ -317,12 +329,20 @@ void swiglu_backward(int64_t n, const float *gate, const float *up, const float 
  * embedding, embeddingBackward
  * ------------------------------------------------------------------------------------------- */
 
-static void embedding_rows(int64_t lo, int64_t hi, int64_t C, const int32_t *ids, const float *W, float *out) {
-  for (int64_t i = lo; i < hi; i++) memcpy(out + i * C, W + (int64_t)ids[i] * C, (size_t)C * sizeof(float));
+typedef struct {
+  int64_t C;
+  const int32_t *ids;
+  const float *W;
+  float *out;
+} EmbeddingRowsArgs;
+
+static void embedding_rows(int64_t lo, int64_t hi, const EmbeddingRowsArgs *a) {
+  for (int64_t i = lo; i < hi; i++) memcpy(a->out + i * a->C, a->W + (int64_t)a->ids[i] * a->C, (size_t)a->C * sizeof(float));
 }
 
 void embedding_forward(int64_t n, int64_t C, const int32_t *ids, const float *W, float *out) {
-  PARALLEL_RANGE((double)n * C, n, embedding_rows, C, ids, W, out);
+  EmbeddingRowsArgs a = {C, ids, W, out};
+  PARALLEL_RANGE((double)n * C, n, embedding_rows, &a);
 }
 
 /* Column blocks [lo, hi): repeated ids stay race-free and summed in the reference's order. */

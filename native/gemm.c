@@ -1,20 +1,9 @@
 /*
- * BLAS glue: gemm (OpenBLAS cblas_sgemm, or the few-rows kernel below) and the thread count that
- * OpenBLAS and our OpenMP loops share.
+ * gemm: products with a few rows of A (decoding) take the kernels below, which read the big
+ * operand once; everything else goes to blas_sgemm (the user's OpenBLAS, or the builtin sgemm:
+ * blas.c).
  */
-#include <cblas.h>
-
 #include "magrpo.h"
-
-int g_threads = 1;
-
-void set_threads(int n) {
-  __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
-  openblas_set_num_threads(n);
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Decode-time products x · Wᵀ have a handful of rows x against a weight W stored [N, K] (every
@@ -140,28 +129,45 @@ INLINE void skinny_nt_cols(int64_t lo, int64_t hi, const SkinnyArgs *g, Dot4 dot
   TARGET_##isa void skinny_nt_cols__##isa(int64_t lo, int64_t hi, const SkinnyArgs *a) { skinny_nt_cols(lo, hi, a, dot4_##isa); }
 FOR_EACH_ISA(SKINNY_VARIANT, _)
 
+/* Columns [lo, hi) of C = alpha · A · B + beta · C with few rows of A and B stored [K, N]
+ * (x · W): each row of B is read once and added into the rows of C, a block of columns at a
+ * time so that they stay in L1. Packing B, as a general sgemm does, would cost more than the
+ * product. */
+#define SKINNY_NN_BLOCK 512
+INLINE void skinny_nn_cols(int64_t lo, int64_t hi, const SkinnyArgs *g) {
+  for (int64_t j0 = lo; j0 < hi; j0 += SKINNY_NN_BLOCK) {
+    int64_t j1 = hi - j0 < SKINNY_NN_BLOCK ? hi : j0 + SKINNY_NN_BLOCK;
+    for (int64_t m = 0; m < g->M; m++) {
+      float *c = g->C + m * g->ldc;
+      if (g->beta == 0.0f)
+        for (int64_t j = j0; j < j1; j++) c[j] = 0.0f;
+      else if (g->beta != 1.0f)
+        for (int64_t j = j0; j < j1; j++) c[j] *= g->beta;
+    }
+    for (int64_t k = 0; k < g->K; k++) {
+      const float *b = g->B + k * g->ldb;
+      for (int64_t m = 0; m < g->M; m++) {
+        float a = g->alpha * g->A[m * g->lda + k];
+        float *c = g->C + m * g->ldc;
+        for (int64_t j = j0; j < j1; j++) c[j] += a * b[j];
+      }
+    }
+  }
+}
+LOOP_VARIANTS(skinny_nn_cols, SkinnyArgs)
+
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
               float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if (K == 0) {
-    /* C = beta·C; OpenBLAS rejects K = 0 with lda = 1 on some paths, so do it here. */
-    float b = (float)beta;
-    for (int64_t i = 0; i < M; i++) {
-      float *row = C + i * ldc;
-      for (int64_t j = 0; j < N; j++) row[j] = beta == 0.0 ? 0.0f : row[j] * b;
-    }
-    return;
-  }
-  if (!tA && tB && M <= SKINNY_M) {
+  if (!tA && tB && M <= SKINNY_M && K > 0) {
     SkinnyArgs g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nt_cols, &g);
     return;
   }
-#ifdef _OPENMP
-  /* An OpenMP build of OpenBLAS sizes its team from the calling thread's ICV, which a worker
-   * thread has not had set. */
-  if (omp_get_max_threads() != threads()) omp_set_num_threads(threads());
-#endif
-  cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B,
-              (int)ldb, (float)beta, C, (int)ldc);
+  if (!tA && !tB && M <= SKINNY_M && K > 0) {
+    SkinnyArgs g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nn_cols, &g);
+    return;
+  }
+  blas_sgemm(tA, tB, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
 }

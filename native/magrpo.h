@@ -2,7 +2,10 @@
  * magrpo native kernels: the declarations shared by the files of native/.
  *
  * One file per kernel family, each kernel's forward beside its backward:
- *   gemm.c         BLAS glue: sgemm, the few-rows kernel of x · Wᵀ, the thread count
+ *   gemm.c         gemm: the few-rows kernel of x · Wᵀ, else blas_sgemm
+ *   blas.c         BLAS glue: a user's OpenBLAS found at load (dlopen) or the builtin sgemm; threads
+ *   sgemm.c        the builtin sgemm: packed, cache-blocked, one micro-kernel per ISA
+ *   pool.c         the thread pool (pthreads) behind PARALLEL_RANGE
  *   elementwise.c  binary, unary (activations), axpy, scale, sums, copies, SwiGLU, embedding
  *   attention.c    softmax, attention (with KV cache), RoPE
  *   norms.c        RMSNorm, LayerNorm
@@ -26,14 +29,25 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
+/* The prebuilt addon (x86-64, glibc) runs on glibc 2.28 and later, like Node 20 itself: symbols
+ * that newer glibc versions re-versioned (pthread and dl functions moved into libc in 2.34, log
+ * in 2.29) are bound to their old versions, which every later glibc still provides. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
+__asm__(".symver dlopen,dlopen@GLIBC_2.2.5");
+__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
+__asm__(".symver dlclose,dlclose@GLIBC_2.2.5");
+__asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
+__asm__(".symver dladdr,dladdr@GLIBC_2.2.5");
+__asm__(".symver pthread_create,pthread_create@GLIBC_2.2.5");
+__asm__(".symver pthread_once,pthread_once@GLIBC_2.2.5");
+__asm__(".symver pthread_mutex_trylock,pthread_mutex_trylock@GLIBC_2.2.5");
+__asm__(".symver pthread_sigmask,pthread_sigmask@GLIBC_2.2.5");
+__asm__(".symver log,log@GLIBC_2.2.5");
 #endif
 
 /* ---------------------------------------------------------------------------------------------
- * Threads. One process-wide count shared by OpenBLAS and our OpenMP regions; it is passed to each
- * region with num_threads() because omp_set_num_threads only affects the calling thread, and
- * kernels may run on several worker_threads.
+ * Threads. One process-wide count shared by OpenBLAS (when one is loaded) and our thread pool;
+ * kernels may run on several worker_threads, and every job reads the count when it starts.
  * ------------------------------------------------------------------------------------------- */
 
 extern int g_threads; /* read and written with __atomic builtins */
@@ -52,33 +66,32 @@ extern int g_threads; /* read and written with __atomic builtins */
 
 static inline int threads(void) { return __atomic_load_n(&g_threads, __ATOMIC_RELAXED); }
 
-#ifdef _OPENMP
-static inline int thread_index(void) { return omp_get_thread_num(); }
-static inline int team_size(void) { return omp_get_num_threads(); }
-#else
-static inline int thread_index(void) { return 0; }
-static inline int team_size(void) { return 1; }
-#endif
+/* The thread pool (pool.c). parallel_run calls fn(t, T, ctx) for t in [0, T) on T threads, the
+ * caller running t = 0; inside a job, or while another thread's job runs, it calls fn(0, 1, ctx)
+ * on the calling thread. thread_index() / team_size() are the slice and team of the running job
+ * (0 and 1 outside one). */
+typedef void (*TaskFn)(int t, int T, void *ctx);
+typedef void (*RangeFn)(int64_t lo, int64_t hi, const void *args);
+void parallel_run(int T, TaskFn fn, void *ctx);
+/* fn(lo, hi, args) on equal slices of [0, n), one per thread. */
+void parallel_range(int64_t n, RangeFn fn, const void *args);
+int thread_index(void);
+int team_size(void);
 
-/* Calls fn(lo, hi, ...) on equal slices of [0, n), one per thread, when `work` (elements touched)
- * is large enough; otherwise fn(0, n, ...) directly, since even an OpenMP region whose if()
- * clause is false costs about a microsecond of team setup. */
-#define PARALLEL_RANGE(work, n, fn, ...) PARALLEL_RANGE_ABOVE(PAR_MIN, work, n, fn, __VA_ARGS__)
-#define PARALLEL_RANGE_ABOVE(min, work, n, fn, ...)                       \
+/* Calls fn(lo, hi, args) on equal slices of [0, n), one per thread, when `work` (elements touched)
+ * is large enough; otherwise fn(0, n, args) directly, since waking the pool costs microseconds.
+ * fn takes a pointer to its own argument struct (cast through void (*)(void) for the pool). */
+#define PARALLEL_RANGE(work, n, fn, args) PARALLEL_RANGE_ABOVE(PAR_MIN, work, n, fn, args)
+#define PARALLEL_RANGE_ABOVE(min, work, n, fn, args)                      \
   do {                                                                    \
     int64_t n_ = (n);                                                     \
-    if ((work) >= (min) && n_ > 1 && threads() > 1) {                     \
-      _Pragma("omp parallel num_threads(threads())")                      \
-      {                                                                   \
-        int64_t t_ = thread_index(), T_ = team_size();                    \
-        fn(n_ * t_ / T_, n_ * (t_ + 1) / T_, __VA_ARGS__);                \
-      }                                                                   \
-    } else {                                                              \
-      fn(0, n_, __VA_ARGS__);                                             \
-    }                                                                     \
+    if ((work) >= (min) && n_ > 1 && threads() > 1 && team_size() == 1)  \
+      parallel_range(n_, (RangeFn)(void (*)(void))(fn), (args));          \
+    else                                                                  \
+      (fn)(0, n_, (args));                                                \
   } while (0)
 
-/* Sets the thread count of OpenBLAS and of our loops (gemm.c). */
+/* Sets the thread count of OpenBLAS and of our loops (blas.c). */
 void set_threads(int n);
 
 /* ---------------------------------------------------------------------------------------------
@@ -181,11 +194,48 @@ typedef struct {
   float *C;
 } SkinnyArgs;
 
-#define GEMM_LOOPS(X) X(skinny_nt_cols, SkinnyArgs)
+#define GEMM_LOOPS(X) X(skinny_nt_cols, SkinnyArgs) X(skinny_nn_cols, SkinnyArgs)
 
-/* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31. */
+/* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31: the
+ * few-rows kernel where it wins, else blas_sgemm. */
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
               float *C, int64_t ldc);
+
+/* ---------------------------------------------------------------------------------------------
+ * blas.c, sgemm.c
+ * ------------------------------------------------------------------------------------------- */
+
+/* One product for the builtin sgemm: C += alpha · op(A) · op(B) (beta is applied before). */
+typedef struct {
+  bool tA, tB;
+  int64_t M, N, K, lda, ldb, ldc;
+  float alpha;
+  const float *A, *B;
+  float *C;
+} GemmCall;
+
+#define SGEMM_DECLARE_(isa, _) void sgemm_builtin__##isa(const GemmCall *g);
+FOR_EACH_ISA(SGEMM_DECLARE_, _)
+
+/* C = alpha · op(A) · op(B) + beta · C (row-major) with the BLAS chosen at load: the user's
+ * OpenBLAS, or the builtin sgemm of the ISA in use. Inside a pool job (attention's heads) it
+ * runs the builtin sgemm on the calling thread, so that the threads of an OpenBLAS never pile
+ * onto the pool's. */
+void blas_sgemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                float *C, int64_t ldc);
+
+/* The BLAS in use, for `addon.blas()`. */
+typedef struct {
+  bool openblas;    /* false: the builtin sgemm */
+  const char *path; /* the library file (symlinks resolved), or "" */
+  const char *corename, *config; /* OpenBLAS's own words, or "" */
+  const char *why;  /* why this one: "MAGRPO_BLAS=builtin", "no OpenBLAS found (...)", ... */
+} BlasInfo;
+
+const BlasInfo *blas_info(void);
+/* At load (dispatch.c): MAGRPO_BLAS, else the first OpenBLAS that dlopen finds. NULL, or why the
+ * addon cannot run (MAGRPO_BLAS names a library that does not load). */
+const char *blas_init(void);
 
 /* ---------------------------------------------------------------------------------------------
  * elementwise.c
@@ -417,6 +467,7 @@ ALL_LOOPS(LOOP_DECLARE)
 
 typedef struct {
   Isa isa;
+  void (*sgemm)(const GemmCall *g); /* the builtin sgemm of this ISA */
 #define KERNEL_FIELD(name, Args) void (*name)(int64_t lo, int64_t hi, const Args *a);
   ALL_LOOPS(KERNEL_FIELD)
 #undef KERNEL_FIELD
@@ -427,8 +478,8 @@ extern const Kernels *kern;
 
 extern const char *const ISA_NAMES[ISA_COUNT];
 
-/* Once per process: chooses the kernel table and the thread count. NULL, or why the addon cannot
- * run here (a bad MAGRPO_ISA). */
+/* Once per process: chooses the kernel table, the BLAS and the thread count. NULL, or why the
+ * addon cannot run here (a bad MAGRPO_ISA or MAGRPO_BLAS; the message starts with its name). */
 const char *magrpo_init(void);
 /* Whether this CPU runs the given variant. */
 bool isa_supported(Isa isa);

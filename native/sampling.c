@@ -109,7 +109,20 @@ static void sift_down(Entry *h, int64_t k, int64_t i) {
 }
 
 /* Rows [lo, hi); `heaps` has k entries of scratch per row. */
-static void topk_range(int64_t lo, int64_t hi, int64_t n, int64_t k, const float *x, Entry *heaps, float *vals, int32_t *idx) {
+typedef struct {
+  int64_t n, k;
+  const float *x;
+  Entry *heaps;
+  float *vals;
+  int32_t *idx;
+} TopkArgs;
+
+static void topk_range(int64_t lo, int64_t hi, const TopkArgs *a) {
+  int64_t n = a->n, k = a->k;
+  const float *x = a->x;
+  Entry *heaps = a->heaps;
+  float *vals = a->vals;
+  int32_t *idx = a->idx;
   for (int64_t r = lo; r < hi; r++) {
     const float *xr = x + r * n;
     Entry *h = heaps + r * k;
@@ -140,7 +153,8 @@ bool topk_rows(int64_t rows, int64_t n, int64_t k, const float *x, float *vals, 
   if (k == 0 || rows == 0) return true;
   Entry *heaps = malloc((size_t)(rows * k) * sizeof(Entry));
   if (heaps == NULL) return false;
-  PARALLEL_RANGE((double)rows * n, rows, topk_range, n, k, x, heaps, vals, idx);
+  TopkArgs a = {n, k, x, heaps, vals, idx};
+  PARALLEL_RANGE((double)rows * n, rows, topk_range, &a);
   free(heaps);
   return true;
 }

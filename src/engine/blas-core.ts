@@ -10,6 +10,10 @@
  * The answer is cached (keyed by CPU, flags, addon and BLAS library), so later starts cost a stat.
  *
  * A user's own OPENBLAS_CORETYPE always wins: it is never changed or removed.
+ *
+ * The addon links no BLAS: it dlopens an OpenBLAS when one is installed and otherwise runs its own
+ * sgemm (native/blas.c, MAGRPO_BLAS). With no OpenBLAS there is no core to choose: the probe of
+ * the default says so once (cached) and no candidate is tried; MAGRPO_BLAS=builtin skips it.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -112,9 +116,10 @@ export interface CoreSelection {
   /**
    * `user`: OPENBLAS_CORETYPE was set by the user (left alone); `auto`: magrpo set it (here or in a
    * parent process); `default`: OpenBLAS's own choice is best; `disabled`: MAGRPO_BLAS_PROBE=0;
-   * `worker`: a worker thread (the library is already loaded by the main thread).
+   * `worker`: a worker thread (the library is already loaded by the main thread); `builtin`:
+   * MAGRPO_BLAS=builtin (no OpenBLAS is loaded).
    */
-  source: 'user' | 'auto' | 'default' | 'disabled' | 'worker';
+  source: 'user' | 'auto' | 'default' | 'disabled' | 'worker' | 'builtin';
   /** OPENBLAS_CORETYPE as the library will see it (undefined: unset). */
   coretype: string | undefined;
   /** The probe results behind the choice, when the probe ran (now or from the cache). */
@@ -155,6 +160,7 @@ export function cacheKey(cpu: CpuInfo, addon: FileStamp | null, env: NodeJS.Proc
     flags: cpu.flags,
     addon,
     ld: [env.LD_LIBRARY_PATH ?? '', env.LD_PRELOAD ?? '', env.DYLD_LIBRARY_PATH ?? ''],
+    blas: env.MAGRPO_BLAS ?? '',
   };
   return createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 32);
 }
@@ -196,16 +202,25 @@ export function store(file: string, entry: CacheEntry): void {
 /** Probes OpenBLAS's own core, then the better candidates, and chooses. */
 export function probeAll(addonFile: string, cpu: CpuInfo, key: string, probe: typeof probeCore = probeCore): CacheEntry {
   const defaultProbe = probe(addonFile, null);
-  const candidates = defaultProbe.error ? [] : coresToTry(cpu, defaultProbe.core).map((c) => probe(addonFile, c));
+  const builtin = defaultProbe.builtin === true && !defaultProbe.error;
+  const candidates = defaultProbe.error || builtin ? [] : coresToTry(cpu, defaultProbe.core).map((c) => probe(addonFile, c));
   return {
     key,
     lib: defaultProbe.lib,
     version: defaultProbe.version,
     defaultProbe,
     candidates,
-    choice: chooseCore(defaultProbe, candidates),
+    choice: builtin
+      ? { core: null, reason: "no OpenBLAS loads here: magrpo's builtin sgemm runs (no core to choose)", warnings: [] }
+      : chooseCore(defaultProbe, candidates),
     probedAt: new Date().toISOString(),
   };
+}
+
+/** What runs matrix products, in a few words: `openblas <core> via <file>` or `builtin <isa> (<why>)`. */
+export function gemmDescription(blas: { kind: 'openblas' | 'builtin'; path: string; corename: string; reason: string }, isa: string): string {
+  if (blas.kind === 'openblas') return `openblas ${blas.corename || '(unknown core)'} via ${blas.path}`;
+  return `builtin ${isa} (${blas.reason})`;
 }
 
 export interface SelectOptions {
@@ -247,6 +262,7 @@ export function selectBlasCore(addonFile: string, opts: SelectOptions = {}): Cor
   const setter = coretypeSetter(env);
   if (setter === 'user') return done({ source: 'user', coretype: env.OPENBLAS_CORETYPE, entry: null, fromCache: false });
   if (!(opts.mainThread ?? isMainThread)) return done({ source: 'worker', coretype: env.OPENBLAS_CORETYPE, entry: null, fromCache: false });
+  if (env.MAGRPO_BLAS === 'builtin') return done({ source: 'builtin', coretype: env.OPENBLAS_CORETYPE, entry: null, fromCache: false });
   if (env.MAGRPO_BLAS_PROBE === '0') return done({ source: 'disabled', coretype: env.OPENBLAS_CORETYPE, entry: null, fromCache: false });
   const cpu = opts.cpu ?? cpuInfo();
   const file = opts.cacheFile ?? defaultCacheFile(env);

@@ -41,6 +41,8 @@ export interface CoreProbe {
   /** The BLAS library the child mapped (Linux), and its version when its file name says it. */
   lib: FileStamp | null;
   version: string | null;
+  /** No OpenBLAS loaded in the child: the addon's builtin sgemm ran (there is no core to choose). */
+  builtin?: boolean;
   /** Why the probe failed, when it did (then the other fields are empty). */
   error?: string;
 }
@@ -62,7 +64,7 @@ const cfg = JSON.parse(fs.readFileSync(0, 'utf8'));
 const addon = require(cfg.addon);
 const f32 = (s) => { const b = Buffer.from(s, 'base64'); return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4); };
 addon.setNumThreads(1);
-const out = { checks: [], gflops: 0, wallGflops: 0, lib: null, core: null };
+const out = { checks: [], gflops: 0, wallGflops: 0, lib: null, core: null, builtin: false };
 for (const c of cfg.checks) {
   const C = new Float32Array(c.M * c.N);
   addon.gemm(c.tA, c.tB, c.M, c.N, c.K, 1, f32(c.a), 0, c.tA ? c.M : c.K, f32(c.b), 0, c.tB ? c.K : c.N, 0, C, 0, c.N);
@@ -93,6 +95,11 @@ if (fs.existsSync('/proc/self/maps')) {
   out.lib = libs.find((p) => /libopenblas/.test(p)) || libs.find((p) => /blas/.test(p)) || null;
 }
 if (typeof addon.blasCoreName === 'function') out.core = addon.blasCoreName();
+if (typeof addon.blas === 'function') {
+  const b = addon.blas();
+  out.builtin = b.kind === 'builtin';
+  if (b.path) out.lib = b.path;
+}
 process.stdout.write(JSON.stringify(out) + '\\n');
 `;
 
@@ -172,7 +179,7 @@ export function probeCore(addonFile: string, core: string | null, opts: ProbeOpt
     const why = r.error?.message ?? (r.stderr.trim().split('\n').slice(-3).join(' / ') || `exit ${r.status ?? r.signal}`);
     return { ...empty, error: `probe of core ${core ?? '(default)'} failed: ${why}` };
   }
-  let out: { checks: string[]; gflops: number; wallGflops: number; lib: string | null; core: string | null };
+  let out: { checks: string[]; gflops: number; wallGflops: number; lib: string | null; core: string | null; builtin?: boolean };
   try {
     out = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '');
   } catch {
@@ -195,6 +202,7 @@ export function probeCore(addonFile: string, core: string | null, opts: ProbeOpt
     correct: maxError <= MAX_ERROR,
     gflops: out.gflops,
     wallGflops: out.wallGflops,
+    builtin: out.builtin === true,
     n,
     lib: out.lib === null ? null : stamp(out.lib),
     version: out.lib === null ? null : versionFromPath(out.lib),

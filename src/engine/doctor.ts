@@ -7,8 +7,8 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import type { Backend } from './backend.js';
-import { loadNativeBackend, nativeAddonFile, nativeIsa } from './backends/native.js';
-import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, rankedCores } from './blas-core.js';
+import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
+import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, gemmDescription, rankedCores } from './blas-core.js';
 import { type CoreProbe, probeCore } from './blas-probe.js';
 import { type CpuInfo, cpuInfo, isaSummary } from './cpu.js';
 import { Rng } from './rng.js';
@@ -42,6 +42,8 @@ export interface DoctorReport {
     threads: number;
     /** The compiled variant of magrpo's own C kernels in use, and every variant this CPU runs. */
     kernels: { isa: string; supported: string[] } | null;
+    /** What runs sgemm: `openblas <core> via <file>` or `builtin <isa> (<why>)` (MAGRPO_BLAS). */
+    gemm: string | null;
   };
   cpu: { model: string; vendor: string; family: number | null; modelNumber: number | null; arch: string; logicalCpus: number; isa: string };
   blas: {
@@ -118,7 +120,14 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
   const sel: CoreSelection | null = blasCoreSelection();
   const threads = opts.threads ?? be?.getNumThreads() ?? 1;
   const report: DoctorReport = {
-    backend: { selected: env.MAGRPO_BACKEND ?? 'native', native, addon, threads: be?.getNumThreads() ?? 0, kernels: be === null ? null : nativeIsa() },
+    backend: {
+      selected: env.MAGRPO_BACKEND ?? 'native',
+      native,
+      addon,
+      threads: be?.getNumThreads() ?? 0,
+      kernels: be === null ? null : nativeIsa(),
+      gemm: null,
+    },
     cpu: {
       model: cpu.modelName,
       vendor: cpu.vendor,
@@ -152,6 +161,15 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
     extra: [],
   };
   if (be === null) return report;
+  const blas = nativeBlas();
+  report.backend.gemm = gemmDescription(blas, nativeIsa().isa);
+  if (blas.kind === 'builtin') {
+    // No OpenBLAS: no core to check; the builtin sgemm's own speed is what there is.
+    report.blas.selection = blas.reason;
+    report.sgemm.push(measureSgemm(be, SGEMM_N, SGEMM_N, SGEMM_N, 1));
+    if (threads > 1) report.sgemm.push(measureSgemm(be, SGEMM_N, SGEMM_N, SGEMM_N, threads));
+    return report;
+  }
   for (const w of sel?.entry?.choice.warnings ?? []) warnings.push(`OpenBLAS core check: ${w}`);
 
   // The core in use, as a child with this process's OPENBLAS_CORETYPE reports it.
@@ -258,6 +276,8 @@ function selectionText(sel: CoreSelection | null): string {
       return 'automatic choice off (MAGRPO_BLAS_PROBE=0)';
     case 'worker':
       return 'chosen by the main thread';
+    case 'builtin':
+      return 'none: MAGRPO_BLAS=builtin (no OpenBLAS is loaded)';
   }
 }
 
@@ -271,6 +291,7 @@ export function formatDoctor(r: DoctorReport): string[] {
       `${r.cpu.model} (${r.cpu.vendor}${r.cpu.family !== null ? ` family ${r.cpu.family} model ${r.cpu.modelNumber}` : ''}), ${r.cpu.logicalCpus} logical CPUs`,
     ],
     ['ISA', r.cpu.isa],
+    ...(r.backend.gemm ? [['gemm', r.backend.gemm] as [string, string]] : []),
     ...(r.backend.kernels
       ? [['C kernels', `${r.backend.kernels.isa} variant (this CPU runs: ${r.backend.kernels.supported.join(', ')})`] as [string, string]]
       : []),

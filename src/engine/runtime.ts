@@ -4,8 +4,9 @@
  * that says why, never a silent fallback to the slower backend.
  */
 import type { Backend, FloatArray } from './backend.js';
-import { loadNativeBackend, nativeIsa } from './backends/native.js';
+import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
+import { gemmDescription } from './blas-core.js';
 import { profiled } from './profile.js';
 
 export type BackendName = 'native' | 'reference';
@@ -27,8 +28,12 @@ export function setBackend(name: BackendName): Backend {
   if (Number.isInteger(threads) && threads > 0) chosen.setNumThreads(threads);
   const debug = Number(process.env.MAGRPO_DEBUG ?? 0);
   if (debug >= 1) {
-    const isa = chosen.name === 'native' ? ` isa=${nativeIsa().isa}` : '';
-    process.stderr.write(`[magrpo] backend=${chosen.name}${isa} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
+    let native = '';
+    if (chosen.name === 'native') {
+      const { isa } = nativeIsa();
+      native = ` isa=${isa} gemm=${gemmDescription(nativeBlas(), isa)} addon=${nativeAddonFile()}`;
+    }
+    process.stderr.write(`[magrpo] backend=${chosen.name}${native} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
   }
   if (debug >= 2) chosen = profiled(chosen);
   active = chosen;

@@ -59,7 +59,14 @@ describe('magrpo doctor', () => {
 
 describe('assessCores', () => {
   const report = (coretype: string | null, setBy: 'user' | 'magrpo' | 'none'): DoctorReport => ({
-    backend: { selected: 'native', native: 'ok', addon: '/x/magrpo.node', threads: 2, kernels: { isa: 'avx512', supported: ['generic', 'avx2', 'avx512'] } },
+    backend: {
+      selected: 'native',
+      native: 'ok',
+      addon: '/x/magrpo.node',
+      threads: 2,
+      kernels: { isa: 'avx512', supported: ['generic', 'avx2', 'avx512'] },
+      gemm: null,
+    },
     cpu: { model: 'Xeon', vendor: 'GenuineIntel', family: 6, modelNumber: 143, arch: 'x64', logicalCpus: 2, isa: 'x86-64 AVX-512' },
     blas: { library: '/lib/libopenblas.so', version: '0.3.21', core: 'Prescott', coretype, coretypeSetBy: setBy, selection: '' },
     threads: { backend: 2, logicalCpus: 2, env: {} },

@@ -1,7 +1,10 @@
 /**
- * The native backend: the C addon of native/ (OpenBLAS sgemm + C loops), built by
- * `npm run build:native`. The addon's functions are the kernels themselves, with the argument
- * order of `Backend`, so calls go straight to C; the addon checks types and lengths.
+ * The native backend: the C addon of native/ (its own sgemm or a user's OpenBLAS, found at load,
+ * and C loops). The addon is a prebuilt one shipped in the package (native/prebuilds/<platform>-
+ * <arch>/, found by node-gyp-build) or one built from source at install time or by
+ * `npm run build:native` (native/build/Release/, preferred when present). The addon's functions
+ * are the kernels themselves, with the argument order of `Backend`, so calls go straight to C;
+ * the addon checks types and lengths.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -10,28 +13,43 @@ import { fileURLToPath } from 'node:url';
 import { type Backend, KERNELS } from '../backend.js';
 import { selectBlasCore } from '../blas-core.js';
 
-/** The addon's functions beyond the kernels: which compiled variant of its loops runs (native/README.md). */
-interface IsaInfo {
+/** The addon's functions beyond the kernels: which compiled variant of its loops runs, which BLAS (native/README.md). */
+interface AddonInfo {
   isa(): NativeIsa;
   supportedIsas(): NativeIsa[];
+  blas(): NativeBlas;
 }
 
-type NativeAddon = Omit<Backend, 'name'> & IsaInfo;
+type NativeAddon = Omit<Backend, 'name'> & AddonInfo;
 
 /** A variant of the C kernels: x86-64 baseline (SSE2; the only one elsewhere), AVX2+FMA, AVX-512. */
 export type NativeIsa = 'generic' | 'avx2' | 'avx512';
 
-const ADDON_PATH = ['native', 'build', 'Release', 'magrpo.node'];
-const SELECT_REFERENCE = 'Set MAGRPO_BACKEND=reference to use the (slower) TypeScript backend instead.';
+/** The sgemm the addon runs: a user's OpenBLAS found at load, or its own (native/sgemm.c). */
+export interface NativeBlas {
+  kind: 'openblas' | 'builtin';
+  /** The OpenBLAS library file (symlinks resolved); empty for the builtin sgemm. */
+  path: string;
+  /** OpenBLAS's core (`openblas_get_corename`) and build (`openblas_get_config`); empty for the builtin sgemm. */
+  corename: string;
+  config: string;
+  /** Why this one, e.g. `MAGRPO_BLAS=builtin` or `no OpenBLAS found (...)`. */
+  reason: string;
+}
 
-/** The native addon cannot be loaded: not built, built for another Node, or missing OpenBLAS. */
+const require = createRequire(import.meta.url);
+const BUILD_PATH = ['native', 'build', 'Release', 'magrpo.node'];
+/** The Node-API version the addon is built for (NAPI_VERSION in native/binding.gyp). */
+export const NAPI_VERSION = 8;
+
+/** The native addon cannot be loaded: none for this platform, built for another Node, or broken. */
 export class NativeBackendUnavailable extends Error {
   readonly code = 'NATIVE_UNAVAILABLE';
   constructor(
     message: string,
     readonly file: string,
   ) {
-    super(`${message}\n${SELECT_REFERENCE}`);
+    super(message);
     this.name = 'NativeBackendUnavailable';
   }
 }
@@ -49,32 +67,71 @@ function packageRoot(): string {
 
 let loaded: Backend | null = null;
 
-/** Where the built addon is (or would be). */
-export function nativeAddonFile(): string {
-  return join(packageRoot(), ...ADDON_PATH);
+/** A clone of the repository (sources and tsconfig) rather than an installed package. */
+function isClone(root: string): boolean {
+  return existsSync(join(root, 'tsconfig.json')) && existsSync(join(root, 'src', 'index.ts'));
 }
 
-/** Loads the addon once per thread; throws NativeBackendUnavailable saying why it cannot. */
+/** How to get an addon here, in one clause (for the one-line error). */
+function buildHint(root: string): string {
+  const tools =
+    process.platform === 'darwin'
+      ? 'the Xcode command line tools (`xcode-select --install`)'
+      : 'a C compiler and Python 3 (`apt-get install build-essential python3`)';
+  const rebuild = isClone(root) ? '`npm run build:native`' : '`npm rebuild magrpo`';
+  return `install ${tools}, then run ${rebuild} (or set MAGRPO_BACKEND=reference for the slow TypeScript backend)`;
+}
+
+/**
+ * The addon file node-gyp-build picks: native/build/Release/magrpo.node when built here, else the
+ * prebuilt one for this platform, arch and libc; null when there is neither.
+ */
+export function resolveAddonFile(): string | null {
+  const ngb = require('node-gyp-build') as { resolve(dir: string): string };
+  try {
+    return ngb.resolve(join(packageRoot(), 'native'));
+  } catch {
+    return null;
+  }
+}
+
+/** Where the addon in use is (or, when there is none, where a local build would put it). */
+export function nativeAddonFile(): string {
+  return resolveAddonFile() ?? join(packageRoot(), ...BUILD_PATH);
+}
+
+/** Loads the addon once per thread; throws NativeBackendUnavailable saying, in one line, why it cannot and what to install. */
 export function loadNativeBackend(): Backend {
   if (loaded !== null) return loaded;
-  const file = nativeAddonFile();
-  if (!existsSync(file)) {
-    throw new NativeBackendUnavailable(`native addon not built: ${file} is missing; run \`npm run build:native\` (needs libopenblas-dev).`, file);
+  const root = packageRoot();
+  const file = resolveAddonFile();
+  const where = `${process.platform}-${process.arch}`;
+  if (file === null) {
+    throw new NativeBackendUnavailable(
+      `no native addon for ${where} (Node-API ${NAPI_VERSION}): none ships prebuilt for it and none was built; ${buildHint(root)}.`,
+      join(root, ...BUILD_PATH),
+    );
   }
-  // libgomp reads OMP_WAIT_POLICY once, when the addon loads it. Its default spins idle threads
-  // before they sleep, and on a machine shared with other jobs a spinning or descheduled thread
-  // made two-thread runs 5-10x slower than one thread; passive threads sleep at once.
+  // An OpenMP build of OpenBLAS brings libgomp, which reads OMP_WAIT_POLICY once, when it loads.
+  // Its default spins idle threads before they sleep, and on a machine shared with other jobs a
+  // spinning or descheduled thread made two-thread runs 5-10x slower than one; passive threads
+  // sleep at once (as the addon's own pool does).
   process.env.OMP_WAIT_POLICY ??= 'passive';
-  // OpenBLAS reads OPENBLAS_CORETYPE once, at load: choose its kernels first (a user's value wins).
+  // OpenBLAS (when the addon finds one) reads OPENBLAS_CORETYPE once, as the addon loads it:
+  // choose its kernels first (a user's value wins).
   selectBlasCore(file);
   let addon: NativeAddon;
   try {
-    addon = createRequire(import.meta.url)(file) as NativeAddon;
+    addon = require(file) as NativeAddon;
   } catch (err) {
-    throw new NativeBackendUnavailable(`native addon ${file} failed to load: ${(err as Error).message}`, file);
+    const e = err as Error & { code?: string };
+    const why = e.message.split('\n')[0];
+    // A bad MAGRPO_ISA / MAGRPO_BLAS says itself what to change.
+    if (e.code === 'NATIVE_BAD_ISA' || e.code === 'NATIVE_BAD_BLAS') throw new NativeBackendUnavailable(why, file);
+    throw new NativeBackendUnavailable(`native addon ${file} failed to load (${why}); ${buildHint(root)}.`, file);
   }
   // A stale build lacks newer kernels: say so now rather than fail mid-training.
-  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas'].filter(
+  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas', 'blas'].filter(
     (k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function',
   );
   if (missing.length > 0) {
@@ -84,11 +141,16 @@ export function loadNativeBackend(): Backend {
   return loaded;
 }
 
+/** The sgemm in use: a user's OpenBLAS or the builtin one, and why. Loads the addon. */
+export function nativeBlas(): NativeBlas {
+  return (loadNativeBackend() as unknown as AddonInfo).blas();
+}
+
 /**
  * The variant of the C kernels in use (the best this CPU runs, or MAGRPO_ISA's) and every variant
  * this CPU runs, best last. Loads the addon.
  */
 export function nativeIsa(): { isa: NativeIsa; supported: NativeIsa[] } {
-  const addon = loadNativeBackend() as unknown as IsaInfo;
+  const addon = loadNativeBackend() as unknown as AddonInfo;
   return { isa: addon.isa(), supported: addon.supportedIsas() };
 }

@@ -1,0 +1,244 @@
+/*
+ * The builtin sgemm: C += alpha · op(A) · op(B), row-major, for machines without an OpenBLAS.
+ *
+ * The classic GotoBLAS/BLIS structure. For each block of NC columns and KC of the inner dimension,
+ * op(B) is packed into panels of NR columns (kc × NR, contiguous, zero-padded); for each block of
+ * MC rows, op(A) is packed into panels of MR rows (kc × MR). A micro-kernel then computes an
+ * MR × NR tile of C in registers from one A panel and one B panel: the B panel stays in L1 while
+ * the A panels of the block stream from L2. Transposes are absorbed by the packing.
+ *
+ * One variant per ISA (target attributes, never -m flags), each with its own register tile:
+ *   generic  4 × 8   GCC vector extensions (SSE2 on x86-64, NEON on arm64)
+ *   avx2     6 × 16  12 ymm accumulators, FMA
+ *   avx512  12 × 32  24 zmm accumulators, FMA
+ * Threads split the tiles of a block (rows of A panels, or columns of B panels when A has few
+ * rows); B is packed by all threads first.
+ */
+#include <stdlib.h>
+
+#include "magrpo.h"
+
+#if MAGRPO_X86
+#include <immintrin.h>
+#endif
+
+/* Packing buffers, one pair per thread, grown on demand and kept (64-byte aligned). */
+static __thread float *tl_buf[2];
+static __thread size_t tl_cap[2];
+
+static float *pack_buffer(int slot, size_t floats) {
+  if (tl_cap[slot] < floats) {
+    free(tl_buf[slot]);
+    size_t bytes = (floats * sizeof(float) + 63) & ~(size_t)63;
+    tl_buf[slot] = aligned_alloc(64, bytes);
+    tl_cap[slot] = tl_buf[slot] ? floats : 0;
+  }
+  return tl_buf[slot];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Packing
+ * ------------------------------------------------------------------------------------------- */
+
+/* Rows [r0, r0 + mr) × inner [k0, k0 + kc) of op(A) as panels of MR rows: dst[(p·kc + k)·MR + i]. */
+INLINE void pack_a(const GemmCall *g, int64_t r0, int64_t mr, int64_t k0, int64_t kc, int64_t MR, float *dst) {
+  for (int64_t p = 0; p < mr; p += MR, dst += kc * MR) {
+    int64_t rows = mr - p < MR ? mr - p : MR;
+    if (!g->tA) {
+      for (int64_t i = 0; i < rows; i++) {
+        const float *src = g->A + (r0 + p + i) * g->lda + k0;
+        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
+      }
+    } else {
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = g->A + (k0 + k) * g->lda + r0 + p;
+        for (int64_t i = 0; i < rows; i++) dst[k * MR + i] = src[i];
+      }
+    }
+    for (int64_t i = rows; i < MR; i++)
+      for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.0f;
+  }
+}
+
+/* Panels [q0, q1) of NR columns of the block at column c0 (nc wide) × inner [k0, k0 + kc) of
+ * op(B): dst[(q·kc + k)·NR + j]. */
+INLINE void pack_b(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_t kc, int64_t NR, int64_t q0, int64_t q1, float *dst) {
+  for (int64_t q = q0; q < q1; q++) {
+    float *d = dst + q * kc * NR;
+    int64_t j0 = q * NR, cols = nc - j0 < NR ? nc - j0 : NR;
+    if (!g->tB) {
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = g->B + (k0 + k) * g->ldb + c0 + j0;
+        for (int64_t j = 0; j < cols; j++) d[k * NR + j] = src[j];
+        for (int64_t j = cols; j < NR; j++) d[k * NR + j] = 0.0f;
+      }
+    } else {
+      for (int64_t j = 0; j < cols; j++) {
+        const float *src = g->B + (c0 + j0 + j) * g->ldb + k0;
+        for (int64_t k = 0; k < kc; k++) d[k * NR + j] = src[k];
+      }
+      for (int64_t j = cols; j < NR; j++)
+        for (int64_t k = 0; k < kc; k++) d[k * NR + j] = 0.0f;
+    }
+  }
+}
+
+/* Adds alpha · tile (MR × NR, row stride NR) to the mr × nr corner of C: edge tiles. */
+INLINE void add_tile(const float *tile, int64_t NR, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++) c[i * ldc + j] += alpha * tile[i * NR + j];
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Micro-kernels: C[0:mr, 0:nr] += alpha · Σ_k a[k·MR + i] · b[k·NR + j]
+ * ------------------------------------------------------------------------------------------- */
+
+typedef float v4f __attribute__((vector_size(16), aligned(4)));
+
+INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  v4f acc[4][2];
+  for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (v4f){0, 0, 0, 0};
+  for (int64_t k = 0; k < kc; k++, a += 4, b += 8) {
+    v4f b0, b1;
+    memcpy(&b0, b, sizeof b0);
+    memcpy(&b1, b + 4, sizeof b1);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      acc[i][0] += a[i] * b0;
+      acc[i][1] += a[i] * b1;
+    }
+  }
+  float tile[4 * 8];
+  for (int i = 0; i < 4; i++) memcpy(tile + i * 8, acc[i], sizeof acc[i]);
+  add_tile(tile, 8, c, ldc, alpha, mr, nr);
+}
+
+#if MAGRPO_X86
+TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  __m256 acc[6][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+      __m256 ai = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  __m256 va = _mm256_set1_ps(alpha);
+  if (mr == 6 && nr == 16) {
+#pragma GCC unroll 6
+    for (int i = 0; i < 6; i++) {
+      float *ci = c + i * ldc;
+      _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, acc[i][0], _mm256_loadu_ps(ci)));
+      _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(va, acc[i][1], _mm256_loadu_ps(ci + 8)));
+    }
+    return;
+  }
+  float tile[6 * 16] __attribute__((aligned(32)));
+  for (int i = 0; i < 6; i++) {
+    _mm256_store_ps(tile + i * 16, acc[i][0]);
+    _mm256_store_ps(tile + i * 16 + 8, acc[i][1]);
+  }
+  add_tile(tile, 16, c, ldc, alpha, mr, nr);
+}
+
+TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  __m512 acc[12][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < 12; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; k++, a += 12, b += 32) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  __m512 va = _mm512_set1_ps(alpha);
+  if (mr == 12 && nr == 32) {
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+      float *ci = c + i * ldc;
+      _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, acc[i][0], _mm512_loadu_ps(ci)));
+      _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
+    }
+    return;
+  }
+  float tile[12 * 32] __attribute__((aligned(64)));
+  for (int i = 0; i < 12; i++) {
+    _mm512_store_ps(tile + i * 32, acc[i][0]);
+    _mm512_store_ps(tile + i * 32 + 16, acc[i][1]);
+  }
+  add_tile(tile, 32, c, ldc, alpha, mr, nr);
+}
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * The driver, written once and instantiated per ISA with its tile and block sizes.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+  const GemmCall *g;
+  float *Bp;
+  int64_t jc, nc, pc, kc;
+  int64_t nIC, splitsJ, nJ; /* row blocks, column splits per row block, B panels */
+} BlockJob;
+
+INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+#define SGEMM_VARIANT(isa, MR, NR, KC, MC, NC)                                                                        \
+  TARGET_##isa static void sgemm_pack_b__##isa(int t, int T, void *ctx) {                                            \
+    const BlockJob *j = ctx;                                                                                         \
+    pack_b(j->g, j->jc, j->nc, j->pc, j->kc, NR, j->nJ * t / T, j->nJ * (t + 1) / T, j->Bp);                          \
+  }                                                                                                                  \
+  TARGET_##isa static void sgemm_tiles__##isa(int t, int T, void *ctx) {                                             \
+    const BlockJob *j = ctx;                                                                                         \
+    const GemmCall *g = j->g;                                                                                        \
+    int64_t tasks = j->nIC * j->splitsJ, packed = -1;                                                                \
+    float *Ap = pack_buffer(1, (size_t)MC * KC);                                                                     \
+    if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                         \
+    for (int64_t task = tasks * t / T; task < tasks * (t + 1) / T; task++) {                                         \
+      int64_t ib = task / j->splitsJ, js = task % j->splitsJ;                                                        \
+      int64_t ic = ib * MC, mc = min64(MC, g->M - ic);                                                               \
+      if (ib != packed) {                                                                                            \
+        pack_a(g, ic, mc, j->pc, j->kc, MR, Ap);                                                                     \
+        packed = ib;                                                                                                 \
+      }                                                                                                              \
+      for (int64_t q = j->nJ * js / j->splitsJ; q < j->nJ * (js + 1) / j->splitsJ; q++) {                           \
+        int64_t nr = min64(NR, j->nc - q * NR);                                                                      \
+        const float *bp = j->Bp + q * j->kc * NR;                                                                    \
+        float *cq = g->C + ic * g->ldc + j->jc + q * NR;                                                             \
+        for (int64_t p = 0; p < mc; p += MR)                                                                         \
+          ukr_##isa(j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);            \
+      }                                                                                                              \
+    }                                                                                                                \
+  }                                                                                                                  \
+  TARGET_##isa void sgemm_builtin__##isa(const GemmCall *g) {                                                        \
+    int T = threads();                                                                                               \
+    if ((double)g->M * g->N * g->K < PAR_MIN_FLOPS || team_size() > 1) T = 1;                                       \
+    int64_t ncMax = min64(NC, (g->N + NR - 1) / NR * NR);                                                            \
+    float *Bp = pack_buffer(0, (size_t)ncMax * KC);                                                                  \
+    if (Bp == NULL) abort(); /* at most 2-3 MB, kept per thread: the process is out of memory */                   \
+    for (int64_t jc = 0; jc < g->N; jc += NC) {                                                                      \
+      int64_t nc = min64(NC, g->N - jc), nJ = (nc + NR - 1) / NR;                                                    \
+      for (int64_t pc = 0; pc < g->K; pc += KC) {                                                                    \
+        int64_t kc = min64(KC, g->K - pc), nIC = (g->M + MC - 1) / MC;                                               \
+        int64_t splitsJ = nIC >= T ? 1 : min64(nJ, (T + nIC - 1) / nIC);                                             \
+        BlockJob j = {g, Bp, jc, nc, pc, kc, nIC, splitsJ, nJ};                                                      \
+        if (T > 1 && nJ > 1) parallel_run(T, sgemm_pack_b__##isa, &j);                                              \
+        else sgemm_pack_b__##isa(0, 1, &j);                                                                          \
+        if (T > 1 && nIC * splitsJ > 1) parallel_run(T, sgemm_tiles__##isa, &j);                                      \
+        else sgemm_tiles__##isa(0, 1, &j);                                                                           \
+      }                                                                                                              \
+    }                                                                                                                \
+  }
+
+SGEMM_VARIANT(generic, 4, 8, 256, 128, 2048)
+#if MAGRPO_X86
+SGEMM_VARIANT(avx2, 6, 16, 256, 144, 2048)
+SGEMM_VARIANT(avx512, 12, 32, 192, 144, 2048)
+#endif

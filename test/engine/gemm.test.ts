@@ -1,0 +1,251 @@
+/**
+ * The native gemm against the reference backend, with each BLAS the addon can run: its builtin
+ * sgemm (native/sgemm.c) under every ISA variant this CPU runs, and the user's OpenBLAS when one
+ * loads here. Every transpose, odd sizes around the register tiles and cache blocks, decode shapes
+ * (M = 1..8), alpha and beta (beta = 0 must ignore NaN in C), leading dimensions, offsets, one
+ * and two threads. Then how the addon chooses its BLAS (MAGRPO_BLAS) and how that is reported.
+ *
+ * This process tests the BLAS it loaded; the other BLAS/ISA combinations run this same file in
+ * child processes (GEMM_TEST_CHILD set there).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from '../../src/engine/backends/native.js';
+import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
+import { gemmDescription, probeAll } from '../../src/engine/blas-core.js';
+import type { CoreProbe } from '../../src/engine/blas-probe.js';
+import { cpuInfo } from '../../src/engine/cpu.js';
+import { prng } from '../helpers/gradcheck.js';
+
+const nat = loadNativeBackend();
+const rand = prng(20251125);
+const SELF = fileURLToPath(import.meta.url);
+const isChild = process.env.GEMM_TEST_CHILD === '1';
+
+function uniform(n: number): Float32Array {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = 2 * rand() - 1;
+  return a;
+}
+
+/** Largest |C − C_ref| / (1 + |C_ref|) of one product, both backends from the same inputs. */
+function gemmError(tA: boolean, tB: boolean, M: number, N: number, K: number, alpha: number, beta: number, pad = 0, nanC = false): number {
+  const [offA, offB, offC] = pad ? [3, 5, 1] : [0, 0, 0];
+  const lda = (tA ? M : K) + pad;
+  const ldb = (tB ? K : N) + pad;
+  const ldc = N + pad;
+  const A = uniform(offA + (tA ? K : M) * lda);
+  const B = uniform(offB + (tB ? N : K) * ldb);
+  const C0 = uniform(offC + M * ldc);
+  if (nanC) C0.fill(Number.NaN);
+  const got = C0.slice();
+  const want = C0.slice();
+  nat.gemm(tA, tB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, got, offC, ldc);
+  ref.gemm(tA, tB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, want, offC, ldc);
+  let err = 0;
+  for (let i = 0; i < got.length; i++) {
+    const e = Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i]));
+    if (Number.isNaN(got[i]) !== Number.isNaN(want[i])) return Number.POSITIVE_INFINITY;
+    if (!Number.isNaN(e)) err = Math.max(err, e);
+  }
+  return err;
+}
+
+/** float32 accumulation over K terms of size ≤ 1. */
+const tol = (K: number) => 2e-6 * Math.sqrt(Math.max(K, 1)) + 1e-6;
+
+const TRANSPOSES = [
+  [false, false],
+  [false, true],
+  [true, false],
+  [true, true],
+] as const;
+
+const label = () => {
+  const b = nativeBlas();
+  return `${b.kind}${b.kind === 'builtin' ? ` ${nativeIsa().isa}` : ''}`;
+};
+
+describe(`gemm against the reference backend (${label()})`, () => {
+  it('every transpose, odd sizes around the register tiles and cache blocks', () => {
+    // Around MR (4, 6, 12), NR (8, 16, 32), KC (192, 256) and MC (128, 144).
+    const shapes = [
+      [1, 1, 1],
+      [2, 3, 5],
+      [7, 9, 11],
+      [13, 33, 17],
+      [25, 47, 193],
+      [37, 65, 257],
+      [145, 31, 129],
+      [129, 100, 300],
+      [12, 32, 192],
+      [6, 16, 256],
+    ];
+    for (const [M, N, K] of shapes)
+      for (const [tA, tB] of TRANSPOSES) {
+        const e = gemmError(tA, tB, M, N, K, 1, 0);
+        assert.ok(e <= tol(K), `${M}x${N}x${K} tA=${tA} tB=${tB}: error ${e}`);
+      }
+  });
+
+  it('decode shapes: M = 1..8 rows against 1024 × 1024 (and odd widths), both layouts of the weight', () => {
+    for (const M of [1, 2, 3, 4, 5, 8, 9])
+      for (const [N, K] of [
+        [1024, 1024],
+        [37, 515],
+      ])
+        for (const tB of [false, true]) {
+          const e = gemmError(false, tB, M, N, K, 1, 0);
+          assert.ok(e <= tol(K), `${M}x${N}x${K} tB=${tB}: error ${e}`);
+        }
+  });
+
+  it('alpha and beta (beta = 0 ignores NaN in C), padded leading dimensions and offsets', () => {
+    for (const [M, N, K] of [
+      [3, 5, 7],
+      [8, 40, 33],
+      [50, 70, 90],
+    ])
+      for (const [tA, tB] of TRANSPOSES)
+        for (const [alpha, beta] of [
+          [1, 1],
+          [0.5, -2],
+          [-1.5, 0.25],
+          [0, 0.5],
+        ]) {
+          const e = gemmError(tA, tB, M, N, K, alpha, beta, 2);
+          assert.ok(e <= tol(K), `${M}x${N}x${K} tA=${tA} tB=${tB} alpha=${alpha} beta=${beta}: error ${e}`);
+          assert.ok(gemmError(tA, tB, M, N, K, alpha, 0, 2, true) <= tol(K), `beta = 0 with NaN in C: ${M}x${N}x${K} tA=${tA} tB=${tB}`);
+        }
+  });
+
+  it('two threads give the one-thread result on products large enough to split', () => {
+    const before = nat.getNumThreads();
+    try {
+      nat.setNumThreads(2);
+      for (const [M, N, K] of [
+        [300, 257, 200], // rows of A split between threads
+        [7, 3000, 300], // few rows: B's panels split
+        [20, 2100, 150], // more than one column block (NC = 2048)
+      ])
+        for (const [tA, tB] of TRANSPOSES) {
+          const e = gemmError(tA, tB, M, N, K, 0.75, 0.5);
+          assert.ok(e <= tol(K), `${M}x${N}x${K} tA=${tA} tB=${tB} on 2 threads: error ${e}`);
+        }
+    } finally {
+      nat.setNumThreads(before);
+    }
+  });
+});
+
+/** Loads the addon in a fresh process with `env`: blas() and isa(), or the load error. */
+function loadWith(env: Record<string, string>): {
+  blas?: { kind: string; path: string; corename: string; reason: string };
+  isa?: string;
+  error?: string;
+  code?: string;
+} {
+  const code = `try { const a = require(${JSON.stringify(nativeAddonFile())}); console.log(JSON.stringify({ blas: a.blas(), isa: a.isa() })); }
+    catch (e) { console.log(JSON.stringify({ error: e.message, code: e.code })); }`;
+  const r = spawnSync(process.execPath, ['-e', code], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+if (!isChild) {
+  describe('the BLAS choice (MAGRPO_BLAS)', () => {
+    const auto = loadWith({ MAGRPO_BLAS: '' });
+    const haveOpenblas = auto.blas?.kind === 'openblas';
+
+    it('by default, an OpenBLAS that dlopen finds, else the builtin sgemm saying why', () => {
+      assert.ok(auto.blas, auto.error);
+      if (haveOpenblas) {
+        assert.match(auto.blas.path, /openblas/i);
+        assert.ok(auto.blas.corename.length > 0, 'OpenBLAS names its core');
+      } else {
+        assert.equal(auto.blas.path, '');
+        assert.match(auto.blas.reason, /no OpenBLAS found \(libopenblas\.so\.0, libopenblas\.so/);
+      }
+    });
+
+    it('builtin, openblas, a path; a bad value or a path that does not load fails the load naming MAGRPO_BLAS', () => {
+      assert.deepEqual(loadWith({ MAGRPO_BLAS: 'builtin' }).blas, { kind: 'builtin', path: '', corename: '', config: '', reason: 'MAGRPO_BLAS=builtin' });
+      const forced = loadWith({ MAGRPO_BLAS: 'openblas' });
+      if (haveOpenblas) assert.equal(forced.blas?.path, auto.blas?.path);
+      else assert.match(forced.error ?? '', /^MAGRPO_BLAS=openblas: no OpenBLAS loads/);
+      if (haveOpenblas) assert.equal(loadWith({ MAGRPO_BLAS: auto.blas?.path ?? '' }).blas?.kind, 'openblas');
+      const missing = loadWith({ MAGRPO_BLAS: '/nonexistent/libopenblas.so' });
+      assert.equal(missing.code, 'NATIVE_BAD_BLAS');
+      assert.match(missing.error ?? '', /^MAGRPO_BLAS=\/nonexistent\/libopenblas\.so does not load: /);
+      // A library without cblas_sgemm (libm) is refused too.
+      assert.match(loadWith({ MAGRPO_BLAS: '/lib/x86_64-linux-gnu/libm.so.6' }).error ?? 'no libm here', /has no cblas_sgemm|does not load|no libm here/);
+      const bogus = loadWith({ MAGRPO_BLAS: 'mkl' });
+      assert.equal(bogus.code, 'NATIVE_BAD_BLAS');
+      assert.match(bogus.error ?? '', /MAGRPO_BLAS=mkl is not one of auto, builtin, openblas or a path/);
+    });
+
+    it('reports the gemm in use in a few words', () => {
+      assert.equal(
+        gemmDescription({ kind: 'openblas', path: '/usr/lib/libopenblas.so.0', corename: 'Haswell', reason: '' }, 'avx2'),
+        'openblas Haswell via /usr/lib/libopenblas.so.0',
+      );
+      assert.equal(
+        gemmDescription({ kind: 'builtin', path: '', corename: '', reason: 'MAGRPO_BLAS=builtin' }, 'avx512'),
+        'builtin avx512 (MAGRPO_BLAS=builtin)',
+      );
+      assert.match(gemmDescription(nativeBlas(), nativeIsa().isa), /^(openblas \S+ via \/|builtin (generic|avx2|avx512) \()/);
+    });
+
+    it('with no OpenBLAS the core check probes once and tries no core', () => {
+      const probed: (string | null)[] = [];
+      const builtinProbe = (_: string, core: string | null): CoreProbe => {
+        probed.push(core);
+        return {
+          requested: core,
+          core: null,
+          accepted: true,
+          maxError: 0,
+          correct: true,
+          gflops: 50,
+          wallGflops: 50,
+          builtin: true,
+          n: 64,
+          lib: null,
+          version: null,
+        };
+      };
+      const entry = probeAll('/x/magrpo.node', cpuInfo(), 'k', builtinProbe);
+      assert.deepEqual(probed, [null]);
+      assert.equal(entry.choice.core, null);
+      assert.match(entry.choice.reason, /builtin sgemm/);
+    });
+
+    // The other BLAS / ISA combinations: this file again in a child process each.
+    const combos: Record<string, string>[] = nativeIsa().supported.map((isa) => ({ MAGRPO_BLAS: 'builtin', MAGRPO_ISA: isa }));
+    if (haveOpenblas && nativeBlas().kind !== 'openblas') combos.push({ MAGRPO_BLAS: 'openblas' });
+    for (const env of combos) {
+      const name = Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ');
+      it(`every gemm test above passes with ${name}`, () => {
+        const { NODE_TEST_CONTEXT: _, ...base } = process.env;
+        const r = spawnSync(process.execPath, [...process.execArgv, '--test', '--test-reporter=tap', SELF], {
+          env: { ...base, ...env, GEMM_TEST_CHILD: '1', MAGRPO_BLAS_PROBE: '0' },
+          encoding: 'utf8',
+        });
+        const failed = r.stdout
+          .split('\n')
+          .filter((l) => /^\s*not ok|error:|# gemm against/.test(l))
+          .join('\n');
+        assert.equal(r.status, 0, `gemm.test.ts with ${name} failed:\n${failed || r.stderr}`);
+        assert.match(
+          r.stdout,
+          new RegExp(`gemm against the reference backend \\(${env.MAGRPO_BLAS === 'builtin' ? `builtin ${env.MAGRPO_ISA}` : 'openblas'}\\)`),
+        );
+        assert.match(r.stdout, /^# fail 0$/m);
+      });
+    }
+  });
+}
