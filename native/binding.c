@@ -792,6 +792,20 @@ static napi_value k_supported_isas(napi_env env, napi_callback_info info) {
   return arr;
 }
 
+/* One thread's FP32 peak in GFLOP/s (FMA loop in the widest vectors this CPU runs), for `seconds`. */
+static napi_value k_fma_peak(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "fmaPeak", 1)) return NULL;
+  int64_t ms = arg_int(&c, 0, "milliseconds", 1);
+  if (c.failed) return NULL;
+  Isa best = ISA_GENERIC;
+  for (int i = 0; i < ISA_COUNT; i++)
+    if (isa_supported((Isa)i)) best = (Isa)i;
+  napi_value r;
+  napi_create_double(env, fma_peak_gflops(best, (double)ms / 1000.0), &r);
+  return r;
+}
+
 static void set_string(napi_env env, napi_value obj, const char *key, const char *value) {
   napi_value v;
   napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
@@ -840,6 +854,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"supportedIsas", k_supported_isas},
       {"blas", k_blas},
       {"blasCoreName", k_blas_core_name},
+      {"fmaPeak", k_fma_peak},
       {"gemm", k_gemm},
       {"binary", k_binary},
       {"unary", k_unary},

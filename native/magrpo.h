@@ -484,4 +484,7 @@ const char *magrpo_init(void);
 /* Whether this CPU runs the given variant. */
 bool isa_supported(Isa isa);
 
+/* One thread's FP32 peak in GFLOP/s, from an FMA loop in the vectors of `isa` (peak.c). */
+double fma_peak_gflops(Isa isa, double seconds);
+
 #endif

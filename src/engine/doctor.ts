@@ -7,7 +7,7 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import type { Backend } from './backend.js';
-import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
+import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeFmaPeak, nativeIsa } from './backends/native.js';
 import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, gemmDescription, rankedCores } from './blas-core.js';
 import { type CoreProbe, probeCore } from './blas-probe.js';
 import { type CpuInfo, cpuInfo, isaSummary } from './cpu.js';
@@ -31,6 +31,8 @@ export interface CoreRow {
   gflops: number;
   inUse: boolean;
   openblasDefault: boolean;
+  /** OpenBLAS picks this core by itself but ignores its name in OPENBLAS_CORETYPE. */
+  onlyByItself?: boolean;
   error?: string;
 }
 
@@ -64,6 +66,11 @@ export interface DoctorReport {
   sgemm: SgemmRate[];
   /** Every candidate core (children), best first. */
   cores: CoreRow[];
+  /**
+   * One core's FP32 peak, measured by an FMA-throughput loop in the widest vectors it runs (not
+   * from the nominal clock, which turbo and AVX-512 offsets make wrong both ways).
+   */
+  fmaPeak: { gflops: number; isa: string } | null;
   /** Measured per-core FP32 ceiling: the best one-thread sgemm over `cores`. */
   peakPerCore: { gflops: number; core: string | null; method: string };
   /** sgemm of the core in use as a fraction of the best core (one thread, same harness). */
@@ -155,6 +162,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
     loadAverage: loadavg(),
     sgemm: [],
     cores: [],
+    fmaPeak: null,
     peakPerCore: { gflops: 0, core: null, method: 'not measured' },
     fractionOfBest: null,
     warnings,
@@ -162,6 +170,8 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
   };
   if (be === null) return report;
   const blas = nativeBlas();
+  const isas = nativeIsa().supported;
+  report.fmaPeak = { gflops: nativeFmaPeak(), isa: isas[isas.length - 1] };
   report.backend.gemm = gemmDescription(blas, nativeIsa().isa);
   if (blas.kind === 'builtin') {
     // No OpenBLAS: no core to check; the builtin sgemm's own speed is what there is.
@@ -209,6 +219,14 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
     }
     rows.push({ core: name, accepted: true, correct: p.correct, gflops: p.error ? 0 : p.gflops, inUse: false, openblasDefault: false, error: p.error });
   }
+  // A core OpenBLAS runs by itself but whose name it refuses is one row, not two.
+  for (const r of rows.filter((x) => !x.accepted)) {
+    const twin = rows.find((x) => x.accepted && x.core.toLowerCase() === r.core.toLowerCase());
+    if (twin) {
+      twin.onlyByItself = true;
+      rows.splice(rows.indexOf(r), 1);
+    }
+  }
   for (const r of rows) {
     r.inUse = r.accepted && r.core.toLowerCase() === (current.core ?? '').toLowerCase();
     r.openblasDefault = r.accepted && r.core.toLowerCase() === (openblasDefault ?? '').toLowerCase();
@@ -255,7 +273,7 @@ export function assessCores(r: DoctorReport): Pick<DoctorReport, 'cores' | 'peak
     const head = `matmul runs at ${(fractionOfBest * 100).toFixed(0)}% of what core ${best.core} gives here (core in use: ${r.blas.core ?? '?'}).`;
     warnings.push(
       r.blas.coretypeSetBy === 'user'
-        ? `${head} Fix: OPENBLAS_CORETYPE=${r.blas.coretype} is set in your environment; unset it (magrpo then picks the core) or set OPENBLAS_CORETYPE=${best.core}.`
+        ? `${head} Fix: OPENBLAS_CORETYPE=${r.blas.coretype} is set in your environment; unset it (magrpo then picks the core)${best.onlyByItself ? '' : ` or set OPENBLAS_CORETYPE=${best.core}`}.`
         : `${head} Fix: set OPENBLAS_CORETYPE=${best.core} before starting magrpo, or delete ${defaultCacheFile()} so magrpo checks the cores again.`,
     );
   }
@@ -319,13 +337,16 @@ export function formatDoctor(r: DoctorReport): string[] {
   ]);
   for (const s of r.sgemm) {
     const ceiling = r.peakPerCore.gflops * s.threads;
-    lines.push([
-      `sgemm ${s.threads} thr`,
-      `${s.gflops.toFixed(1)} GFLOP/s wall clock (${s.shape})${ceiling > 0 ? `, ${f0((100 * s.gflops) / ceiling)}% of ${s.threads} × ceiling` : ''}`,
-    ]);
+    const peak = (r.fmaPeak?.gflops ?? 0) * s.threads;
+    const shares = [
+      peak > 0 ? `${f0((100 * s.gflops) / peak)}% of ${s.threads} × FMA peak` : '',
+      ceiling > 0 ? `${f0((100 * s.gflops) / ceiling)}% of ${s.threads} × sgemm ceiling` : '',
+    ].filter(Boolean);
+    lines.push([`sgemm ${s.threads} thr`, `${s.gflops.toFixed(1)} GFLOP/s wall clock (${s.shape})${shares.length ? `, ${shares.join(', ')}` : ''}`]);
   }
+  if (r.fmaPeak) lines.push(['FP32 peak', `${r.fmaPeak.gflops.toFixed(1)} GFLOP/s per core (measured: FMA loop in ${r.fmaPeak.isa} vectors, one thread)`]);
   if (r.peakPerCore.gflops > 0)
-    lines.push(['FP32 ceiling', `${r.peakPerCore.gflops.toFixed(1)} GFLOP/s per core (${r.peakPerCore.core}: ${r.peakPerCore.method})`]);
+    lines.push(['sgemm ceiling', `${r.peakPerCore.gflops.toFixed(1)} GFLOP/s per core (${r.peakPerCore.core}: ${r.peakPerCore.method})`]);
   for (const e of r.extra) lines.push([e.label, e.value]);
   const width = Math.max(...lines.map(([l]) => l.length));
   const out = lines.map(([l, v]) => `${`${l}:`.padEnd(width + 1)} ${v}`);
@@ -335,6 +356,7 @@ export function formatDoctor(r: DoctorReport): string[] {
       const tags = [
         c.inUse ? 'in use' : '',
         c.openblasDefault ? "OpenBLAS's own choice" : '',
+        c.onlyByItself ? 'not accepted as OPENBLAS_CORETYPE by this OpenBLAS' : '',
         !c.accepted ? 'name not accepted by this OpenBLAS' : '',
         c.accepted && !c.correct ? 'WRONG RESULTS' : '',
         c.error ?? '',

@@ -44,6 +44,8 @@ describe('magrpo doctor', () => {
     assert.equal(inUse[0].core.toLowerCase(), d.blas.core.toLowerCase());
     assert.ok(d.cores.some((c) => c.openblasDefault));
     assert.ok(d.peakPerCore.gflops > 0);
+    assert.ok(d.fmaPeak !== null && d.fmaPeak.gflops > 0, 'the FMA-loop peak is measured');
+    assert.equal(d.fmaPeak.isa, d.backend.kernels?.supported.at(-1), 'in the widest vectors this CPU runs');
     assert.equal(d.peakPerCore.gflops, Math.max(...d.cores.filter((c) => c.accepted && c.correct).map((c) => c.gflops)));
     assert.ok(d.fractionOfBest !== null && d.fractionOfBest > 0 && d.fractionOfBest <= 1);
   });
@@ -71,6 +73,7 @@ describe('assessCores', () => {
     blas: { library: '/lib/libopenblas.so', version: '0.3.21', core: 'Prescott', coretype, coretypeSetBy: setBy, selection: '' },
     threads: { backend: 2, logicalCpus: 2, env: {} },
     loadAverage: [0.5, 0.4, 0.3],
+    fmaPeak: null,
     sgemm: [{ shape: '1024x1024x1024', threads: 1, gflops: 32 }],
     cores: [
       { core: 'Prescott', accepted: true, correct: true, gflops: 32, inUse: true, openblasDefault: true },

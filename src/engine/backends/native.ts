@@ -18,6 +18,7 @@ interface AddonInfo {
   isa(): NativeIsa;
   supportedIsas(): NativeIsa[];
   blas(): NativeBlas;
+  fmaPeak(milliseconds: number): number;
 }
 
 type NativeAddon = Omit<Backend, 'name'> & AddonInfo;
@@ -150,6 +151,14 @@ export function nativeBlas(): NativeBlas {
  * The variant of the C kernels in use (the best this CPU runs, or MAGRPO_ISA's) and every variant
  * this CPU runs, best last. Loads the addon.
  */
+/**
+ * One thread's FP32 peak in GFLOP/s, measured by a loop of independent FMAs in the widest vectors
+ * this CPU runs (best of bursts over `milliseconds`). Loads the addon.
+ */
+export function nativeFmaPeak(milliseconds = 150): number {
+  return (loadNativeBackend() as unknown as AddonInfo).fmaPeak(milliseconds);
+}
+
 export function nativeIsa(): { isa: NativeIsa; supported: NativeIsa[] } {
   const addon = loadNativeBackend() as unknown as AddonInfo;
   return { isa: addon.isa(), supported: addon.supportedIsas() };
