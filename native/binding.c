@@ -806,6 +806,43 @@ static napi_value k_fma_peak(napi_env env, napi_callback_info info) {
   return r;
 }
 
+/* setPrecision("fp32" | "bf16" | "bf16-emulated"). */
+static napi_value k_set_precision(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "setPrecision", 1)) return NULL;
+  char mode[32] = "";
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, c.argv[0], mode, sizeof mode, &len) != napi_ok) {
+    napi_throw_type_error(env, "NATIVE_BAD_ARG", "setPrecision: mode must be a string");
+    return NULL;
+  }
+  if (strcmp(mode, "fp32") == 0)
+    set_precision_bf16(false, false);
+  else if (strcmp(mode, "bf16") == 0)
+    set_precision_bf16(true, false);
+  else if (strcmp(mode, "bf16-emulated") == 0)
+    set_precision_bf16(true, true);
+  else {
+    napi_throw_range_error(env, "NATIVE_BAD_ARG", "setPrecision: mode must be fp32, bf16 or bf16-emulated");
+    return NULL;
+  }
+  return undefined(env);
+}
+
+/* { bf16: on, native: VDPBF16PS in use (else emulated), cpu: the CPU has AVX-512 BF16 }. */
+static napi_value k_precision(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value r, v;
+  napi_create_object(env, &r);
+  napi_get_boolean(env, precision_bf16(), &v);
+  napi_set_named_property(env, r, "bf16", v);
+  napi_get_boolean(env, bf16_native(), &v);
+  napi_set_named_property(env, r, "native", v);
+  napi_get_boolean(env, cpu_has_avx512bf16(), &v);
+  napi_set_named_property(env, r, "cpu", v);
+  return r;
+}
+
 static void set_string(napi_env env, napi_value obj, const char *key, const char *value) {
   napi_value v;
   napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
@@ -855,6 +892,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"blas", k_blas},
       {"blasCoreName", k_blas_core_name},
       {"fmaPeak", k_fma_peak},
+      {"setPrecision", k_set_precision},
+      {"precision", k_precision},
       {"gemm", k_gemm},
       {"binary", k_binary},
       {"unary", k_unary},

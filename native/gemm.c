@@ -159,6 +159,10 @@ LOOP_VARIANTS(skinny_nn_cols, SkinnyArgs)
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
               float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
+  if (M >= BF16_MIN_ROWS && precision_bf16()) {
+    gemm_bf16(tA, tB, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+    return;
+  }
   if (!tA && tB && M <= SKINNY_M && K > 0) {
     SkinnyArgs g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nt_cols, &g);

@@ -484,6 +484,18 @@ const char *magrpo_init(void);
 /* Whether this CPU runs the given variant. */
 bool isa_supported(Isa isa);
 
+/* Mixed precision (bf16gemm.c): products of at least BF16_MIN_ROWS rows take bf16 inputs and
+ * fp32 accumulation while it is on; `emulate` forces the rounding-then-sgemm path (tests). */
+#define BF16_MIN_ROWS 16
+void set_precision_bf16(bool on, bool emulate);
+bool precision_bf16(void);
+/* Whether bf16 products run on VDPBF16PS here (else they are emulated: same rounding, fp32 speed). */
+bool bf16_native(void);
+bool cpu_has_avx512bf16(void);
+float round_to_bf16(float x);
+void gemm_bf16(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+               float *C, int64_t ldc);
+
 /* One thread's FP32 peak in GFLOP/s, from an FMA loop in the vectors of `isa` (peak.c). */
 double fma_peak_gflops(Isa isa, double seconds);
 

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { startDashboard } from '../dashboard/server.js';
 import { DEMOS, type DemoOptions, formatExamples, runDemo } from '../run/demo.js';
 import { isQuiet } from '../run/progress.js';
-import { CLI, intOption } from './options.js';
+import { CLI, intOption, precisionOption } from './options.js';
 
 export function registerDemo(program: Command): void {
   program
@@ -20,6 +20,7 @@ export function registerDemo(program: Command): void {
     .option('--items <n>', 'training items (default: the demo config)', intOption(1))
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')
     .option('--set <key=value...>', 'override keys of the demo config, e.g. trainer.agent_learning_rate=2e-4')
+    .option('--precision <p>', 'matrix products: fp32 or bf16 (same as --set trainer.precision=<p>)', precisionOption)
     .option('--no-dashboard', 'do not serve the dashboard at the end')
     .option(
       '--record <dir>',
@@ -34,8 +35,9 @@ Examples:
   ${CLI} demo --seed 2 --no-dashboard
   ${CLI} demo --env coop-python       # helper + main function writers, with code execution`,
     )
-    .action(async (flags: DemoOptions & { dashboard: boolean }) => {
+    .action(async (flags: DemoOptions & { dashboard: boolean; precision?: string }) => {
       if (!(flags.env in DEMOS)) throw new Error(`--env: got "${flags.env}", expected one of ${Object.keys(DEMOS).join(', ')}`);
+      if (flags.precision) flags.set = [...(flags.set ?? []), `trainer.precision=${flags.precision}`];
       const { runDir, table, rows } = await runDemo(flags);
       process.stdout.write(`\n${table}\n\n${formatExamples(rows)}\nrun: ${runDir}\nplots: ${join(runDir, 'demo.png')} (and .svg)\n`);
       const interactive = process.stdout.isTTY && !isQuiet(flags.quiet);

@@ -24,6 +24,12 @@ export function intOption(min: number) {
   };
 }
 
+/** `--precision`: fp32 or bf16 (the config key `precision`). */
+export function precisionOption(value: string): 'fp32' | 'bf16' {
+  if (value !== 'fp32' && value !== 'bf16') throw new InvalidArgumentError(`expected fp32 or bf16, got "${value}"`);
+  return value;
+}
+
 export function floatOption(min: number, max = Number.POSITIVE_INFINITY) {
   return (value: string): number => {
     const n = Number(value);

@@ -4,7 +4,7 @@ import { type BackendName, setBackend } from '../engine/runtime.js';
 import { loadPretrainConfig } from '../pretrain/config.js';
 import { exportModel } from '../pretrain/export.js';
 import { openRun, pretrain } from '../pretrain/train.js';
-import { CLI } from './options.js';
+import { CLI, precisionOption } from './options.js';
 
 interface PretrainFlags {
   resume?: boolean;
@@ -12,6 +12,7 @@ interface PretrainFlags {
   export: boolean;
   exportOnly?: boolean;
   backend?: BackendName;
+  precision?: string;
 }
 
 export function registerPretrain(program: Command): void {
@@ -24,6 +25,7 @@ export function registerPretrain(program: Command): void {
     .option('--no-export', 'stop after training: do not write the model folder')
     .option('--export-only', "export the run's latest checkpoint without training (e.g. a run stopped early)")
     .option('--backend <name>', 'kernel backend: native or reference (default: MAGRPO_BACKEND or native)')
+    .option('--precision <p>', 'matrix products: fp32 or bf16 (same as --set precision=<p>)', precisionOption)
     .addHelpText(
       'after',
       `
@@ -36,7 +38,7 @@ Examples:
     )
     .action(async (file: string, flags: PretrainFlags) => {
       if (flags.backend) setBackend(flags.backend);
-      const config = loadPretrainConfig(file, flags.set);
+      const config = loadPretrainConfig(file, flags.precision ? [...flags.set, `precision=${flags.precision}`] : flags.set);
       let interrupted = false;
       const onSigint = () => {
         if (interrupted) process.exit(130);

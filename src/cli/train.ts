@@ -11,12 +11,13 @@ import { isQuiet } from '../run/progress.js';
 import { type RunReport, runSummary, trainRun } from '../run/train.js';
 import { serveDashboard } from './dashboard.js';
 import { untilInterrupted } from './interrupt.js';
-import { CLI, intOption } from './options.js';
+import { CLI, intOption, precisionOption } from './options.js';
 
 export type { RunReport } from '../run/train.js';
 
 export interface TrainFlags {
   set?: string[];
+  precision?: string;
   resume?: string;
   maxItems?: number;
   quiet?: boolean;
@@ -74,6 +75,7 @@ export function registerTrain(program: Command): void {
     .description('Train a team from a YAML config into a run directory (metrics, TensorBoard, samples, checkpoints, report)')
     .argument('[config]', 'run config (YAML); optional with --resume')
     .option('--set <key=value...>', 'override a config key, value parsed as YAML (repeatable)', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--precision <p>', 'matrix products: fp32 or bf16 (same as --set trainer.precision=<p>)', precisionOption)
     .option('--resume <run-dir>', 'continue an interrupted run from its latest checkpoint')
     .option('--max-items <n>', 'stop after this many training items in total (checkpoint written)', intOption(1))
     .option('-q, --quiet', 'log lines instead of progress bars (automatic on CI or when output is not a terminal)')
@@ -95,6 +97,7 @@ failed run leaves failure.json (the error, its stack and the last step) in its d
     )
     .action(async (config: string | undefined, flags: TrainFlags) => {
       if (!config && !flags.resume) throw new Error('give a config file, or --resume <run-dir>');
+      if (flags.precision) flags.set = [...(flags.set ?? []), `trainer.precision=${flags.precision}`];
       const report = await train(config, flags);
       // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
       if (report.status === 'interrupted') process.exitCode = 130;

@@ -15,6 +15,12 @@
  * this interface in `ops.ts`; adding one must not touch a backend.
  */
 
+/** Matrix-product precision (Backend.setPrecision). */
+export type Precision = 'fp32' | 'bf16' | 'bf16-emulated';
+
+/** Products with fewer rows than this stay fp32 under `bf16` (native/magrpo.h BF16_MIN_ROWS). */
+export const BF16_MIN_ROWS = 16;
+
 export type FloatArray = Float32Array | Float64Array;
 
 export type BinaryOp = 'add' | 'sub' | 'mul' | 'div';
@@ -30,6 +36,15 @@ export interface Backend {
   /** Threads used by matrix products and parallel loops. */
   setNumThreads(n: number): void;
   getNumThreads(): number;
+
+  /**
+   * Precision of matrix products: `fp32`, or `bf16` (inputs rounded to bfloat16, fp32
+   * accumulation and output) for every product of at least BF16_MIN_ROWS rows; fewer rows
+   * (decoding) stay fp32. `bf16-emulated` rounds the same way but multiplies in fp32 (the path of
+   * CPUs without AVX-512 BF16, forced; for tests).
+   */
+  setPrecision(p: Precision): void;
+  getPrecision(): Precision;
 
   /**
    * C[M,N] = alpha · op(A)[M,K] · op(B)[K,N] + beta · C, row-major.

@@ -3,7 +3,7 @@
  * MAGRPO_BACKEND env var), default `native`; asking for `native` where it cannot load is an error
  * that says why, never a silent fallback to the slower backend.
  */
-import type { Backend, FloatArray } from './backend.js';
+import type { Backend, FloatArray, Precision } from './backend.js';
 import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
 import { gemmDescription } from './blas-core.js';
@@ -14,6 +14,7 @@ export type DType = 'float32' | 'float64';
 
 let active: Backend | null = null;
 let dtype: DType = 'float32';
+let precision: Precision = 'fp32';
 
 /** Selects the kernel backend. Throws if `native` is requested but cannot be loaded. */
 export function setBackend(name: BackendName): Backend {
@@ -35,6 +36,7 @@ export function setBackend(name: BackendName): Backend {
     }
     process.stderr.write(`[magrpo] backend=${chosen.name}${native} threads=${chosen.getNumThreads()} dtype=${dtype}\n`);
   }
+  chosen.setPrecision(precision);
   if (debug >= 2) chosen = profiled(chosen);
   active = chosen;
   return chosen;
@@ -43,6 +45,22 @@ export function setBackend(name: BackendName): Backend {
 /** The active backend, selecting it from MAGRPO_BACKEND (default `native`) on first use. */
 export function backend(): Backend {
   return active ?? setBackend((process.env.MAGRPO_BACKEND ?? 'native') as BackendName);
+}
+
+/**
+ * Precision of matrix products from now on (Backend.setPrecision): `bf16` rounds the inputs of
+ * products of 16 rows or more to bfloat16 and accumulates in fp32; weights, gradients, optimizer
+ * state and every other kernel stay fp32. Runs on AVX-512 BF16 where the CPU has it, else
+ * emulated (same numbers, fp32 speed).
+ */
+export function setPrecision(p: Precision): void {
+  if (p !== 'fp32' && p !== 'bf16' && p !== 'bf16-emulated') throw new Error(`unknown precision "${p as string}": expected fp32 or bf16`);
+  precision = p;
+  active?.setPrecision(p);
+}
+
+export function getPrecision(): Precision {
+  return precision;
 }
 
 /** Float type of new tensors. float64 exists for finite-difference gradient checks. */

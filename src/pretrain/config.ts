@@ -64,6 +64,10 @@ export const PretrainConfigSchema = z
   .strictObject({
     run_dir: z.string().describe('run folder: token cache, checkpoints, metrics.jsonl, loss plots'),
     seed: z.number().int().min(0).default(0).describe('seeds initialisation and window sampling'),
+    precision: z
+      .enum(['fp32', 'bf16'])
+      .default('fp32')
+      .describe('matrix products: fp32, or bf16 inputs with fp32 accumulation (fp32 master weights); see docs/benchmarks.md'),
     log_every: positiveInt.default(10).describe('steps between log lines when no progress bar is shown'),
     data: DataSchema.prefault({}).describe('corpus and tokenizer'),
     model: ModelSchema.describe('Llama-style architecture'),

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
+import { setPrecision } from '../engine/runtime.js';
 import { backward } from '../engine/tensor.js';
 import { type LlamaConfig, parseModelConfig } from '../model/config.js';
 import { createModel } from '../model/load.js';
@@ -136,6 +137,7 @@ function trainStep(model: CausalLM, optimizer: AdamW, c: PretrainConfig, train: 
 /** Runs (or resumes) pretraining to `train.max_steps`, checkpointing along the way. */
 export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): Promise<PretrainResult> {
   const tokenizer = TextTokenizer.fromDir(c.data.tokenizer);
+  setPrecision(c.precision);
   mkdirSync(c.run_dir, { recursive: true });
   const data = prepareData(c, tokenizer);
   const T = c.model.context_length;

@@ -13,6 +13,7 @@
  */
 import { join, relative } from 'node:path';
 import { Rng } from '../engine/rng.js';
+import { setPrecision } from '../engine/runtime.js';
 import { advantages, agentReturns, mean, shapeWithKl } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
@@ -103,6 +104,7 @@ export class MAGRPOTrainer<Item> {
     }
     this.config = resolveConfig({ ...opts.config, num_agents: models.length });
     const c = this.config;
+    setPrecision(c.precision); // process-wide: sampling, log-probs and updates all see the same products
     if (c.num_turns > 1 && !opts.task.transition)
       throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);
     if (opts.task.dataset.length === 0) throw new TaskError('dataset', 'the training dataset is empty');

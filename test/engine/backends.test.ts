@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { BINARY_OPS, KERNELS, UNARY_OPS } from '../../src/engine/backend.js';
-import { loadNativeBackend, NativeBackendUnavailable } from '../../src/engine/backends/native.js';
+import { buildHint, loadNativeBackend, NativeBackendUnavailable } from '../../src/engine/backends/native.js';
 import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
 import { prng } from '../helpers/gradcheck.js';
 
@@ -446,10 +446,17 @@ describe('native backend argument checks', () => {
     assert.throws(() => nat.copy2d(2, 3, f(6), 0, 3, f(6), 0, 2, false), { ...range, message: /ldDst = 2 is less than cols = 3/ });
   });
 
-  it('NativeBackendUnavailable carries its code and names the reference backend', () => {
+  it('NativeBackendUnavailable carries its code and file', () => {
     const err = new NativeBackendUnavailable('native addon not built', '/x/magrpo.node');
     assert.equal(err.code, 'NATIVE_UNAVAILABLE');
     assert.equal(err.file, '/x/magrpo.node');
-    assert.match(err.message, /MAGRPO_BACKEND=reference/);
+    assert.equal(err.message, 'native addon not built');
+  });
+
+  it('the one-line hint names what to install, how to rebuild, and the reference backend', () => {
+    const inClone = buildHint(process.cwd());
+    assert.match(inClone, /npm run build:native/);
+    assert.match(inClone, /MAGRPO_BACKEND=reference/);
+    assert.match(buildHint('/nonexistent/node_modules/magrpo'), /npm rebuild magrpo/);
   });
 });

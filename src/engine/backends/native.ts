@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Backend, KERNELS } from '../backend.js';
+import { type Backend, KERNELS, type Precision } from '../backend.js';
 import { selectBlasCore } from '../blas-core.js';
 
 /** The addon's functions beyond the kernels: which compiled variant of its loops runs, which BLAS (native/README.md). */
@@ -19,6 +19,7 @@ interface AddonInfo {
   supportedIsas(): NativeIsa[];
   blas(): NativeBlas;
   fmaPeak(milliseconds: number): number;
+  precision(): NativePrecision;
 }
 
 type NativeAddon = Omit<Backend, 'name'> & AddonInfo;
@@ -74,7 +75,7 @@ function isClone(root: string): boolean {
 }
 
 /** How to get an addon here, in one clause (for the one-line error). */
-function buildHint(root: string): string {
+export function buildHint(root: string): string {
   const tools =
     process.platform === 'darwin'
       ? 'the Xcode command line tools (`xcode-select --install`)'
@@ -132,13 +133,22 @@ export function loadNativeBackend(): Backend {
     throw new NativeBackendUnavailable(`native addon ${file} failed to load (${why}); ${buildHint(root)}.`, file);
   }
   // A stale build lacks newer kernels: say so now rather than fail mid-training.
-  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas', 'blas'].filter(
+  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas', 'blas', 'fmaPeak', 'setPrecision', 'precision'].filter(
     (k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function',
   );
   if (missing.length > 0) {
     throw new NativeBackendUnavailable(`native addon ${file} lacks ${missing.join(', ')}; rebuild it with \`npm run build:native -- --force\`.`, file);
   }
-  loaded = Object.freeze({ ...addon, name: 'native' as const });
+  let precision: Precision = 'fp32';
+  loaded = Object.freeze({
+    ...addon,
+    name: 'native' as const,
+    setPrecision(p: Precision) {
+      addon.setPrecision(p);
+      precision = p;
+    },
+    getPrecision: () => precision,
+  });
   return loaded;
 }
 
@@ -157,6 +167,18 @@ export function nativeBlas(): NativeBlas {
  */
 export function nativeFmaPeak(milliseconds = 150): number {
   return (loadNativeBackend() as unknown as AddonInfo).fmaPeak(milliseconds);
+}
+
+/** Whether bf16 products are on, run on VDPBF16PS (`native`), and whether the CPU has AVX-512 BF16. */
+export interface NativePrecision {
+  bf16: boolean;
+  native: boolean;
+  cpu: boolean;
+}
+
+/** The addon's precision state. Loads the addon. */
+export function nativePrecision(): NativePrecision {
+  return (loadNativeBackend() as unknown as AddonInfo).precision();
 }
 
 export function nativeIsa(): { isa: NativeIsa; supported: NativeIsa[] } {

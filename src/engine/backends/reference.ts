@@ -2,7 +2,7 @@
  * The reference backend: every kernel of `Backend` as a plain loop, written for reading, not speed.
  * It is the oracle the native backend is tested against and runs on Float32Array or Float64Array.
  */
-import type { Backend, BinaryOp, FloatArray, UnaryOp } from '../backend.js';
+import { type Backend, BF16_MIN_ROWS, type BinaryOp, type FloatArray, type Precision, type UnaryOp } from '../backend.js';
 
 const GELU_K = Math.sqrt(2 / Math.PI);
 
@@ -75,6 +75,19 @@ function binaryF(op: BinaryOp, a: number, b: number): number {
 }
 
 let threads = 1;
+let precision: Precision = 'fp32';
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** x as float32, then rounded to bfloat16 (nearest, ties to even), as native/bf16gemm.c does. */
+export function roundToBf16(x: number): number {
+  f32[0] = x;
+  const u = u32[0];
+  if ((u & 0x7fffffff) > 0x7f800000) return x; // NaN stays NaN
+  u32[0] = ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) << 16;
+  return f32[0];
+}
 
 export const referenceBackend: Backend = {
   name: 'reference',
@@ -85,13 +98,21 @@ export const referenceBackend: Backend = {
     return threads;
   },
 
+  setPrecision(p) {
+    precision = p;
+  },
+  getPrecision() {
+    return precision;
+  },
+
   gemm(transA, transB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, C, offC, ldc) {
+    const round = precision !== 'fp32' && M >= BF16_MIN_ROWS ? roundToBf16 : (x: number) => x;
     for (let i = 0; i < M; i++) {
       for (let j = 0; j < N; j++) {
         let acc = 0;
         for (let k = 0; k < K; k++) {
-          const a = transA ? A[offA + k * lda + i] : A[offA + i * lda + k];
-          const b = transB ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
+          const a = round(transA ? A[offA + k * lda + i] : A[offA + i * lda + k]);
+          const b = round(transB ? B[offB + j * ldb + k] : B[offB + k * ldb + j]);
           acc += a * b;
         }
         const c = offC + i * ldc + j;

@@ -1,0 +1,182 @@
+/**
+ * Mixed precision (`precision: bf16`): the native bf16 gemm (VDPBF16PS where the CPU has AVX-512
+ * BF16, and the emulated path everywhere) against the reference backend rounding the same inputs;
+ * the rounding itself; which products it applies to; a model's loss and gradients against fp32;
+ * the config key.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { Precision } from '../../src/engine/backend.js';
+import { loadNativeBackend, nativeIsa, nativePrecision } from '../../src/engine/backends/native.js';
+import { referenceBackend as ref, roundToBf16 } from '../../src/engine/backends/reference.js';
+import { crossEntropy } from '../../src/engine/nn.js';
+import { Rng } from '../../src/engine/rng.js';
+import { getPrecision, setBackend, setPrecision } from '../../src/engine/runtime.js';
+import { backward } from '../../src/engine/tensor.js';
+import { parseModelConfig } from '../../src/model/config.js';
+import { createModel } from '../../src/model/load.js';
+import { ConfigError, resolveConfig } from '../../src/rl/config.js';
+import { prng } from '../helpers/gradcheck.js';
+
+const nat = loadNativeBackend();
+const rand = prng(7);
+after(() => {
+  nat.setPrecision('fp32');
+  ref.setPrecision('fp32');
+  setPrecision('fp32');
+});
+
+function uniform(n: number): Float32Array {
+  return Float32Array.from({ length: n }, () => 2 * rand() - 1);
+}
+
+/** Largest |C − C_ref| / (1 + |C_ref|), native in `mode` against the reference in bf16. */
+function bf16Error(mode: Precision, tA: boolean, tB: boolean, M: number, N: number, K: number, alpha = 0.7, beta = 0.5): number {
+  const lda = (tA ? M : K) + 1;
+  const ldb = (tB ? K : N) + 3;
+  const ldc = N + 2;
+  const A = uniform((tA ? K : M) * lda);
+  const B = uniform((tB ? N : K) * ldb);
+  const C0 = uniform(M * ldc);
+  const got = C0.slice();
+  const want = C0.slice();
+  nat.setPrecision(mode);
+  ref.setPrecision('bf16');
+  nat.gemm(tA, tB, M, N, K, alpha, A, 0, lda, B, 0, ldb, beta, got, 0, ldc);
+  ref.gemm(tA, tB, M, N, K, alpha, A, 0, lda, B, 0, ldb, beta, want, 0, ldc);
+  nat.setPrecision('fp32');
+  ref.setPrecision('fp32');
+  let err = 0;
+  for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+  return err;
+}
+
+describe('roundToBf16', () => {
+  const bits = (u: number) => new Float32Array(new Uint32Array([u]).buffer)[0];
+  it('keeps bf16 values, rounds to nearest and ties to even', () => {
+    assert.equal(roundToBf16(1), 1);
+    assert.equal(roundToBf16(-2.5), -2.5);
+    assert.equal(roundToBf16(bits(0x3f808000)), bits(0x3f800000), 'a tie rounds down to the even mantissa');
+    assert.equal(roundToBf16(bits(0x3f818000)), bits(0x3f820000), 'a tie rounds up to the even mantissa');
+    assert.equal(roundToBf16(bits(0x3f808001)), bits(0x3f810000), 'above the tie rounds up');
+    assert.equal(roundToBf16(bits(0x7f7fffff)), Number.POSITIVE_INFINITY, 'past the largest bf16 is infinite');
+    assert.ok(Number.isNaN(roundToBf16(Number.NaN)));
+    assert.equal(roundToBf16(Number.NEGATIVE_INFINITY), Number.NEGATIVE_INFINITY);
+  });
+});
+
+describe('bf16 gemm (native) against the reference backend', () => {
+  const info = nativePrecision();
+  const modes: Precision[] = ['bf16', 'bf16-emulated'];
+  it(`reports its path (this CPU: AVX-512 BF16 ${info.cpu ? 'yes' : 'no'})`, () => {
+    nat.setPrecision('bf16');
+    const on = nativePrecision();
+    nat.setPrecision('fp32');
+    assert.equal(on.bf16, true);
+    assert.equal(nativePrecision().bf16, false);
+    assert.equal(on.native, info.cpu && nativeIsa().isa === 'avx512', 'VDPBF16PS exactly where the CPU has AVX-512 BF16');
+  });
+  for (const mode of modes) {
+    for (const [tA, tB] of [
+      [false, false],
+      [false, true],
+      [true, false],
+      [true, true],
+    ] as const) {
+      it(`${mode} tA=${tA} tB=${tB}: odd sizes around the tiles and blocks`, () => {
+        for (const [M, N, K] of [
+          [16, 1, 1],
+          [17, 33, 31],
+          [37, 75, 397],
+          [150, 70, 385],
+        ])
+          assert.ok(bf16Error(mode, tA, tB, M, N, K) < 1e-5 * Math.sqrt(K), `${M}x${N}x${K}`);
+      });
+    }
+    it(`${mode}: beta = 0 overwrites C, alpha scales, two threads agree with one`, () => {
+      assert.ok(bf16Error(mode, false, true, 64, 96, 200, 1, 0) < 2e-4);
+      const before = nat.getNumThreads();
+      nat.setNumThreads(2);
+      try {
+        assert.ok(bf16Error(mode, false, true, 300, 200, 500, -1.5, 1) < 3e-4);
+      } finally {
+        nat.setNumThreads(before);
+      }
+    });
+  }
+
+  it('differs from fp32 by bf16 rounding, and products under 16 rows stay fp32', () => {
+    const [M, N, K] = [32, 40, 256];
+    const A = uniform(M * K);
+    const B = uniform(K * N);
+    const run = (mode: Precision, rows: number) => {
+      const C = new Float32Array(rows * N);
+      nat.setPrecision(mode);
+      nat.gemm(false, false, rows, N, K, 1, A, 0, K, B, 0, N, 0, C, 0, N);
+      nat.setPrecision('fp32');
+      return C;
+    };
+    const maxDiff = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
+    const d = maxDiff(run('bf16', M), run('fp32', M));
+    assert.ok(d > 1e-3 && d < 0.2, `bf16 moves a 256-term dot product by rounding only (max ${d})`);
+    assert.equal(maxDiff(run('bf16', 15), run('fp32', 15)), 0, '15 rows: fp32');
+  });
+});
+
+describe('a model under bf16', () => {
+  const hf = {
+    model_type: 'llama',
+    vocab_size: 256,
+    hidden_size: 64,
+    intermediate_size: 176,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    max_position_embeddings: 64,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: true,
+  };
+  function lossAndGrads(p: Precision): { loss: number; grads: Float32Array[] } {
+    setBackend('native');
+    setPrecision(p);
+    const model = createModel(parseModelConfig(hf));
+    const rng = new Rng(3);
+    model.initialize(rng);
+    const ids = Int32Array.from({ length: 4 * 32 }, () => Math.floor(rng.next() * 256));
+    const targets = Int32Array.from({ length: 4 * 32 }, () => Math.floor(rng.next() * 256));
+    const loss = crossEntropy(model.forward(ids, 4, 32), targets);
+    backward(loss);
+    const grads = model.trainableParams().map((t) => Float32Array.from(t.grad ?? []));
+    setPrecision('fp32');
+    return { loss: loss.data[0], grads };
+  }
+  it('gives the fp32 loss within 1% and gradients that point the same way', () => {
+    const a = lossAndGrads('fp32');
+    const b = lossAndGrads('bf16');
+    assert.equal(getPrecision(), 'fp32');
+    assert.ok(Math.abs(a.loss - b.loss) / a.loss < 0.01, `loss ${a.loss} vs ${b.loss}`);
+    assert.notEqual(a.loss, b.loss, 'bf16 did change the products');
+    let dot = 0;
+    let na = 0;
+    let nb = 0;
+    for (let i = 0; i < a.grads.length; i++)
+      for (let j = 0; j < a.grads[i].length; j++) {
+        dot += a.grads[i][j] * b.grads[i][j];
+        na += a.grads[i][j] ** 2;
+        nb += b.grads[i][j] ** 2;
+      }
+    const cos = dot / Math.sqrt(na * nb);
+    assert.ok(cos > 0.99, `cosine of the gradients ${cos}`);
+  });
+});
+
+describe('precision in the config', () => {
+  it('defaults to fp32, accepts bf16, and names the key when wrong', () => {
+    assert.equal(resolveConfig({}).precision, 'fp32');
+    assert.equal(resolveConfig({ precision: 'bf16' }).precision, 'bf16');
+    assert.throws(
+      () => resolveConfig({ precision: 'fp16' } as never),
+      (e: unknown) => e instanceof ConfigError && /precision/.test(e.message),
+    );
+  });
+});
