@@ -56,27 +56,18 @@ if [ -n "$with_torch" ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; the
   apt_install python3-torch || say "python3-torch unavailable: benchmarks will run without PyTorch columns"
 fi
 
-# 2a. Optional: the PyTorch learner (learner/, learner.backend torch) in .cache/venv-learner, pip's
-#     cache in .cache/pip. Where Debian's python3-torch is installed (this project's machines, CI) the
-#     venv reuses it (--system-site-packages) and adds transformers/peft versions that run on torch
-#     1.13 (requirements-debian-torch.txt, ~60 MB); elsewhere it installs learner/requirements.txt,
-#     whose PyPI torch for Linux is the CUDA build (~4 GB with its nvidia-* wheels).
+# 2a. Optional: the PyTorch learner (learner/, learner.backend torch) in .cache/venv-learner, from
+#     learner/requirements.txt (pinned, PyPI). PyPI's torch for Linux is the CUDA build: ~4 GB with
+#     its nvidia-* wheels, kept in pip's cache (.cache/pip) so a second install does not download
+#     it again. Debian's python3-torch 1.13 is not used: its torchrun crashes on Python 3.11
+#     before any worker starts (torch.distributed.elastic's `to_map(redirects)`).
 if [ -n "$with_learner" ] && { [ ! -f .stamps/learner ] || [ -n "$(find learner -name 'requirements*.txt' -newer .stamps/learner -print -quit)" ]; }; then
   venv=.cache/venv-learner
   mkdir -p .cache
   export PIP_CACHE_DIR="$PWD/.cache/pip"
-  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv" || { apt_install python3-venv && /usr/bin/python3 -m venv --system-site-packages "$venv"; }
-    torch_version=$(/usr/bin/python3 -c "import torch, numpy; print(f'torch=={torch.__version__}\nnumpy=={numpy.__version__}')")
-    printf '%s\n' "$torch_version" > .cache/learner-constraints.txt
-    say "learner venv (Debian torch) + learner/requirements-debian-torch.txt"
-    "$venv/bin/pip" install -q -c .cache/learner-constraints.txt -r learner/requirements-debian-torch.txt >&2
-    "$venv/bin/pip" install -q --no-deps "peft==0.13.2" >&2
-  else
-    python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
-    say "learner venv + learner/requirements.txt (torch from PyPI: several GB)"
-    "$venv/bin/pip" install -q -r learner/requirements.txt >&2
-  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
+  say "learner venv + learner/requirements.txt (torch from PyPI: several GB the first time)"
+  "$venv/bin/pip" install -q -r learner/requirements.txt >&2
   "$venv/bin/python" -c "import torch, transformers, peft" && touch .stamps/learner
 fi
 
