@@ -89,14 +89,14 @@ if (mode === 'install') {
 
 if (!force && upToDate()) {
   console.log('build-native: native/build/Release/magrpo.node is up to date');
-  process.exit(0);
+} else {
+  const err = build();
+  if (err !== null) {
+    console.error(`build-native: ${err}; needs ${tools}.`);
+    process.exit(1);
+  }
+  console.log('build-native: built native/build/Release/magrpo.node');
 }
-const err = build();
-if (err !== null) {
-  console.error(`build-native: ${err}; needs ${tools}.`);
-  process.exit(1);
-}
-console.log('build-native: built native/build/Release/magrpo.node');
 
 if (mode === 'prebuild') {
   const libc = process.platform === 'linux' ? (existsSync('/etc/alpine-release') ? '.musl' : '.glibc') : '';

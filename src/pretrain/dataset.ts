@@ -56,6 +56,12 @@ export function loadTokenStream(
 ): { tokens: Uint16Array; stamp: TokenStreamStamp } {
   const binFile = join(cacheDir, `${name}.u16`);
   const stampFile = join(cacheDir, `${name}.json`);
+  if (!existsSync(corpusFile)) {
+    // The corpus (data/corpus, 3.3 MB) is build input for pretraining, left out of the npm package.
+    throw new Error(
+      `data.${name}: ${corpusFile} does not exist. The pretraining corpus is committed in the magrpo repository (a git clone has it), not shipped in the npm package; or point data.${name} at your own gzip JSONL of {"source", "text"} lines.`,
+    );
+  }
   const want = { corpus_sha256: sha256File(corpusFile), tokenizer_sha256: sha256File(tokenizerFile), max_docs: maxDocs };
   if (existsSync(binFile) && existsSync(stampFile)) {
     const stamp = JSON.parse(readFileSync(stampFile, 'utf8')) as TokenStreamStamp;
