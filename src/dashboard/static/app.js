@@ -330,7 +330,8 @@ function renderChart(def) {
   const opts = {
     width: Math.max(260, c.card.clientWidth - 14),
     height: 220,
-    scales: { x: { time: false }, y: state.log ? { distr: 3, log: 10 } : {} },
+    // A little room at both ends, so the evaluation dots at step 0 and at the end are drawn whole.
+    scales: { x: { time: false, range: (_u, min, max) => [min - ((max - min) * 0.03 || 0.5), max + ((max - min) * 0.03 || 0.5)] }, y: state.log ? { distr: 3, log: 10 } : {} },
     axes: [
       { label: X_LABEL, labelSize: 18, size: 34 },
       {
