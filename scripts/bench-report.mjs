@@ -66,6 +66,11 @@ function section(file, r) {
           .map(([k, v]) => `${k}=${v}`)
           .join(', ')}`,
       );
+    } else if (e.runnable && e.id === 'llama.cpp') {
+      const settings = [...new Set(e.variants.map((v) => v.replace(/^f(32|16) weights,? ?/, '') || 'its defaults'))];
+      p(
+        `- **${e.name}**: \`${e.python}\`, sampling only, on the bench models written as GGUF by magrpo (f32 and f16 weights, a row each); n_threads = n_threads_batch = ${r.threads}, otherwise llama.cpp's defaults; ${settings.length > 1 ? `best per figure of ${settings.join(' / ')}` : settings[0]}; draws from softmax(logits) with numpy, without the full-vocabulary log-probs magrpo computes`,
+      );
     } else if (e.runnable) {
       p(
         `- **${e.name}**: \`${e.python}\`, torch.set_num_threads(${r.threads}), otherwise PyTorch's defaults; ${e.variants.length > 1 ? `best per figure of ${e.variants.join(' / ')}` : e.variants[0]}`,
@@ -94,6 +99,12 @@ function section(file, r) {
     ];
     p(`| ${size} | magrpo | ${cells(s.magrpo).join(' | ')} |`);
     for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
+    // Sample-only peers (llama.cpp): a row per weight type, no training.
+    for (const t of Object.values(s.sample_peers ?? {})) {
+      const sample = ['8', '32'].map((b) => cell(t.sample_tokens_per_s[b], s.flops_per_token.sample, s.magrpo.sample_tokens_per_s[b]));
+      p(`| | ${t.engine} ${t.weights} weights | — | ${sample.join(' | ')} | ${t.peak_rss_mb.toFixed(0)} |`);
+    }
+    for (const [id, why] of Object.entries(s.peers_not_run ?? {})) p(`| | ${names[id] ?? id} | could not run this size: ${why} | | | |`);
   }
   p();
   for (const [size, s] of Object.entries(r.sizes)) {
@@ -117,6 +128,15 @@ function section(file, r) {
       );
       p(`  - ${names[id] ?? id}, each setting (tokens/s): ${each.join('; ')}`);
     }
+    for (const t of Object.values(s.sample_peers ?? {})) {
+      const each = Object.entries(t.variants).map(
+        ([label, v]) =>
+          `${label}: ${Object.entries(v.sample_tokens_per_s)
+            .map(([b, x]) => `b${b} ${x.toFixed(0)}`)
+            .join(', ')}`,
+      );
+      p(`  - ${names[t.engine] ?? t.engine}, each setting (tokens/s): ${each.join('; ')}`);
+    }
   }
   p();
   return lines.join('\n');
@@ -138,7 +158,10 @@ What is measured: \`magrpo doctor\` first (OpenBLAS core, measured sgemm ceiling
 (forward + backward + AdamW on 8 × 128 tokens) and sampling (64 new tokens after a 16-token prompt,
 KV cache, temperature 1) of three model shapes with random weights, for magrpo and every peer found
 (PyTorch from Debian and from PyPI, llama.cpp). Peers run with their own defaults and, where a
-setting matters, their best of the settings tried.
+setting matters, their best of the settings tried. llama.cpp samples only: each Llama-style size is
+written as GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each) and run
+through llama-cpp-python's batch API (\`scripts/bench_llama.py\`); GPT-2 (124m) cannot be exported,
+so that size has no llama.cpp figures.
 `;
 const body = files.map((f) => section(f, JSON.parse(readFileSync(join(resultsDir, f), 'utf8'))));
 const text = `${[head, ...(body.length ? body : ['No results yet.\n'])].join('\n')}`.replace(/\n+$/, '\n');

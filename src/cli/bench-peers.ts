@@ -1,8 +1,10 @@
 /**
  * The engines `magrpo bench` compares against, found on this machine: Debian's PyTorch
  * (/usr/bin/python3, `python3-torch`, on the same OpenBLAS), a PyPI PyTorch in a virtualenv
- * (MAGRPO_TORCH_PYTHON or a .venv), and llama.cpp through `llama-cpp-python`. Each is optional;
- * the bench says which it found, which it could not, and with which settings each ran.
+ * (MAGRPO_TORCH_PYTHON, a .venv, or the learner's .cache/venv-learner), and llama.cpp through
+ * `llama-cpp-python` in any of those interpreters (sampling only, on the bench models written as
+ * GGUF). Each is optional; the bench says which it found, which it could not, and with which
+ * settings each ran.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -14,6 +16,12 @@ export interface PeerVariant {
   label: string;
   /** Environment added to the peer's own defaults. */
   env: Record<string, string>;
+  /**
+   * llama.cpp: the GGUF matrix type this variant loads. Variants of different weights are not
+   * settings of one engine but different work: each weight type gets its own row (best of its
+   * settings), never the best of both.
+   */
+  weights?: 'f32' | 'f16';
 }
 
 export interface Peer {
@@ -60,12 +68,16 @@ print(json.dumps(out))`;
 /** Debian installs Python packages under /usr/lib/python3/dist-packages; pip never does. */
 const isDebianPackage = (file: string) => file.startsWith('/usr/lib/python3/dist-packages/');
 
-/** Interpreters that may hold a PyPI torch: MAGRPO_TORCH_PYTHON first, then common virtualenvs, then `python3`. */
+/**
+ * Interpreters that may hold a PyPI torch or llama_cpp: MAGRPO_TORCH_PYTHON first, then common
+ * virtualenvs (the learner's .cache/venv-learner among them, made by scripts/setup.sh), then `python3`.
+ */
 export function pypiCandidates(root: string, env: NodeJS.ProcessEnv = process.env): string[] {
   const list = [
     env.MAGRPO_TORCH_PYTHON,
     join(root, '.venv', 'bin', 'python'),
     join(root, 'venv', 'bin', 'python'),
+    join(root, '.cache', 'venv-learner', 'bin', 'python'),
     join(homedir(), '.venv', 'bin', 'python'),
     env.VIRTUAL_ENV ? join(env.VIRTUAL_ENV, 'bin', 'python') : undefined,
   ].filter((p): p is string => p !== undefined && p !== '' && existsSync(p));
@@ -137,18 +149,26 @@ export function findPeers(python: string, root: string, threads: number, env: No
     });
   }
 
-  const llama = [...seen.values()].find((p) => p.llama);
+  // llama.cpp: the first interpreter that imports llama_cpp. The bench writes each size as GGUF
+  // twice (F32 and F16 matrices); llama.cpp runs each with n_threads = n_threads_batch = threads,
+  // with its OpenMP defaults and, as Debian's PyTorch, with passive waiting.
+  const llama = [python, ...pypiCandidates(root, env)].map(inspect).find((p) => p.llama);
+  const llamaVariants: PeerVariant[] = [];
+  for (const weights of ['f32', 'f16'] as const) {
+    llamaVariants.push({ label: `${weights} weights`, env: {}, weights });
+    if (env.OMP_WAIT_POLICY === undefined && threads > 1)
+      llamaVariants.push({ label: `${weights} weights, OMP_WAIT_POLICY=passive`, env: { OMP_WAIT_POLICY: 'passive' }, weights });
+  }
   peers.push(
     llama?.llama
       ? {
           id: 'llama.cpp',
           name: `llama.cpp (llama-cpp-python ${llama.llama.version})`,
           found: true,
-          runnable: false,
+          runnable: true,
           python: llama.python,
           version: llama.llama.version,
-          why: 'found, not supported yet: the bench models need a GGUF export (planned with the rollout-servers issue)',
-          variants: [],
+          variants: llamaVariants,
         }
       : {
           id: 'llama.cpp',

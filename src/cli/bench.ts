@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
 import { collectDoctor, type DoctorReport, formatDoctor, measureSgemm } from '../engine/doctor.js';
 import { backend } from '../engine/runtime.js';
+import { LlamaBench, llamaEngineText, type SampleOnlyResults, sampleOnlyRows } from './bench-llama.js';
 import {
   type ChildReport,
   flopsPerToken,
@@ -166,6 +167,8 @@ function runBench(flags: BenchFlags): void {
     else peerEnv[k] = v;
   }
   delete peerEnv.MAGRPO_NUM_THREADS;
+  // llama.cpp samples only, on each size written as GGUF: its own runner (bench-llama.ts).
+  const llama = flags.torch ? LlamaBench.create(peers, root, { threads, reps, env: peerEnv, log, run: runChild }) : undefined;
 
   const ours = (size: string) => {
     log(`${size}: magrpo (${threads} thread(s))`);
@@ -180,8 +183,8 @@ function runBench(flags: BenchFlags): void {
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
   };
 
-  const runnable = peers.filter((p) => p.runnable);
-  const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput> }> = {};
+  const runnable = peers.filter((p) => p.runnable && p.id !== 'llama.cpp');
+  const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput> } & SampleOnlyResults> = {};
   const report = (complete: boolean) => ({
     schema: 2,
     complete,
@@ -219,6 +222,7 @@ function runBench(flags: BenchFlags): void {
   for (const size of sizes) {
     const mine: ChildReport[] = [];
     const theirs = new Map<string, ChildReport[]>();
+    const llamaJobs = llama?.prepare(size) ?? [];
     for (let r = 0; r < rounds; r++) {
       // Alternate which engine goes first, so a change in the machine's load hits all alike.
       const jobs: (() => void)[] = [() => mine.push(ours(size))];
@@ -228,6 +232,7 @@ function runBench(flags: BenchFlags): void {
           jobs.push(() => theirs.set(key, [...(theirs.get(key) ?? []), peer(size, p, v)]));
         }
       }
+      jobs.push(...llamaJobs);
       for (const job of r % 2 === 0 ? jobs : jobs.reverse()) job();
     }
     const peerResults: Record<string, PeerThroughput> = {};
@@ -236,7 +241,7 @@ function runBench(flags: BenchFlags): void {
       const first = theirs.get(`${p.id}\t${p.variants[0].label}`)?.[0];
       peerResults[p.id] = { ...bestOf(variants), settings: first?.settings };
     }
-    results[size] = { magrpo: throughput(mine), peers: peerResults };
+    results[size] = { magrpo: throughput(mine), peers: peerResults, ...llama?.results(size) };
     // An interrupted run keeps the sizes it finished (marked incomplete).
     if (flags.out && size !== sizes.at(-1)) save(flags.out, report(false));
   }
@@ -266,7 +271,13 @@ type BenchOutput = {
   sgemm_limit: string;
   sizes: Record<
     string,
-    { model: string; params: number; flops_per_token: { train: number; sample: number }; magrpo: Throughput; peers: Record<string, PeerThroughput> }
+    {
+      model: string;
+      params: number;
+      flops_per_token: { train: number; sample: number };
+      magrpo: Throughput;
+      peers: Record<string, PeerThroughput>;
+    } & SampleOnlyResults
   >;
   engines: { id: string; settings?: Record<string, string> }[];
 };
@@ -296,6 +307,10 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
       p(`  ${peer.name}: ${peer.why}`);
       continue;
     }
+    if (peer.id === 'llama.cpp') {
+      p(`  ${llamaEngineText(peer, threads)}`);
+      continue;
+    }
     const how = peer.variants.length > 1 ? `best per figure of ${peer.variants.map((v) => v.label).join(' / ')}` : peer.variants[0].label;
     const core = peer.id === 'torch-debian' ? `, OpenBLAS core ${ours.openblas_core} (the same library)` : '';
     p(`  ${peer.name}: ${peer.python}; torch.set_num_threads(${threads}), otherwise PyTorch's defaults; ${how}${core}`);
@@ -323,6 +338,8 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
     ];
     p(row([size, 'magrpo', ...cells(s.magrpo)], widths));
     for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
+    const sampleCell = (tps: number) => lim(tps, s.flops_per_token.sample);
+    for (const line of sampleOnlyRows(s, s.magrpo, sampleCell, (c) => row(c, widths))) p(line);
   }
   p('');
   for (const [size, s] of Object.entries(out.sizes)) {

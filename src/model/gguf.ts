@@ -16,11 +16,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
-import type { LlamaConfig } from './config.js';
+import type { LlamaConfig, ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
 import { loadLora, mergeLora } from './lora.js';
 import { LanguageModel } from './pretrained.js';
 import { f32ToF16 } from './safetensors.js';
+import type { CausalLM } from './transformer.js';
 
 /** GGUF metadata value types (gguf-py GGUFValueType). */
 export const GGUF_TYPE = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, string: 8, array: 9, u64: 10, i64: 11, f64: 12 } as const;
@@ -283,54 +284,87 @@ export interface GgufExportOptions {
   name?: string;
 }
 
-/** Writes the model folder `dir` (plus an optional merged adapter) as a GGUF file. Returns the tensor count. */
-export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: string } {
-  const lm = LanguageModel.load(dir);
-  const cfg = lm.model.config;
-  const configFile = join(dir, 'config.json');
-  if (cfg.arch !== 'llama')
+/**
+ * Why llama.cpp cannot take this model through this exporter, or null when it can: the
+ * exporter writes the `llama` and `qwen2` architectures only (no GPT-2, no sliding window, no
+ * MLP / output-projection biases).
+ */
+export function ggufUnsupported(cfg: ModelConfig): string | null {
+  if (cfg.arch !== 'llama') return `GGUF export supports Llama-family models; this one is ${cfg.modelType}`;
+  if (cfg.slidingWindow !== null) return 'sliding-window attention is not exported';
+  if (cfg.modelType !== 'qwen2' && (cfg.mlpBias || cfg.oProjBias)) return 'MLP or output-projection biases have no llama.cpp tensor';
+  return null;
+}
+
+const UNSUPPORTED_HINT: Record<string, string> = {
+  'sliding-window attention is not exported': 'export a model without sliding_window',
+  'MLP or output-projection biases have no llama.cpp tensor': 'export a model without mlp_bias / attention_bias',
+};
+
+/**
+ * The GGUF metadata (architecture, name, file type, hyperparameters; no tokenizer) and tensors
+ * of a Llama-family model: llama.cpp tensor names, Q/K rows permuted for `llama`'s rope, matrices
+ * in `dtype` (norms stay F32). `source` names the model in errors.
+ */
+export function ggufOfModel(
+  model: CausalLM,
+  opts: { dtype?: 'F32' | 'F16'; name: string; source: string },
+): { architecture: string; metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
+  const cfg = model.config;
+  const why = ggufUnsupported(cfg);
+  if (why !== null || cfg.arch !== 'llama')
     throw new CheckpointError(
       'UNSUPPORTED_FEATURE',
-      configFile,
-      `GGUF export supports Llama-family models; this one is ${cfg.modelType}`,
-      'export a Llama or Qwen2 model',
+      opts.source,
+      why ?? 'not a Llama-family model',
+      UNSUPPORTED_HINT[why ?? ''] ?? 'export a Llama or Qwen2 model',
     );
-  if (cfg.slidingWindow !== null)
-    throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, 'sliding-window attention is not exported', 'export a model without sliding_window');
-  if (opts.adapter) {
-    loadLora(lm.model, opts.adapter);
-    mergeLora(lm.model);
-  }
   const arch = cfg.modelType === 'qwen2' ? 'qwen2' : 'llama';
-  if (arch === 'llama' && (cfg.mlpBias || cfg.oProjBias)) {
-    throw new CheckpointError(
-      'UNSUPPORTED_FEATURE',
-      configFile,
-      'MLP or output-projection biases have no llama.cpp tensor',
-      'export a model without mlp_bias / attention_bias',
-    );
-  }
   const dtype = opts.dtype ?? 'F32';
-  const name = opts.name ?? (dir.replace(/\/+$/, '').split('/').pop() || 'model');
   const metadata: [string, GgufValue][] = [
     ['general.architecture', { type: 'string', value: arch }],
-    ['general.name', { type: 'string', value: name }],
+    ['general.name', { type: 'string', value: opts.name }],
     ['general.file_type', { type: 'u32', value: dtype === 'F16' ? 1 : 0 }],
     ...hyperparameters(arch, cfg),
-    ...tokenizerMetadata(dir, lm),
   ];
   const tensors: GgufTensor[] = [];
-  for (const [hf, p] of lm.model.params) {
+  for (const [hf, p] of model.params) {
     const gg = ggufTensorName(hf);
-    if (gg === null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama/Qwen2 model');
+    if (gg === null) throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama/Qwen2 model');
     let data: Float32Array = Float32Array.from(p.data);
     const cols = p.shape.length === 2 ? p.shape[1] : 1;
     if (arch === 'llama' && /\.attn_q\./.test(gg)) data = permuteForRope(data, cfg.numHeads, cols);
     if (arch === 'llama' && /\.attn_k\./.test(gg)) data = permuteForRope(data, cfg.numKvHeads, cols);
     tensors.push({ name: gg, shape: [...p.shape], dtype: dtype === 'F16' && p.shape.length === 2 ? 'F16' : 'F32', data });
   }
-  writeGguf(out, metadata, tensors);
-  return { tensors: tensors.length, architecture: arch };
+  return { architecture: arch, metadata, tensors };
+}
+
+/** Writes the model folder `dir` (plus an optional merged adapter) as a GGUF file. Returns the tensor count. */
+export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: string } {
+  const lm = LanguageModel.load(dir);
+  const configFile = join(dir, 'config.json');
+  const why = ggufUnsupported(lm.model.config);
+  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, why, UNSUPPORTED_HINT[why] ?? 'export a Llama or Qwen2 model');
+  if (opts.adapter) {
+    loadLora(lm.model, opts.adapter);
+    mergeLora(lm.model);
+  }
+  const name = opts.name ?? (dir.replace(/\/+$/, '').split('/').pop() || 'model');
+  const g = ggufOfModel(lm.model, { dtype: opts.dtype, name, source: configFile });
+  writeGguf(out, [...g.metadata, ...tokenizerMetadata(dir, lm)], g.tensors);
+  return { tensors: g.tensors.length, architecture: g.architecture };
+}
+
+/**
+ * Writes a model that has no tokenizer (token ids in, logits out, as `magrpo bench`'s random
+ * models) as a GGUF file: tokenizer.ggml.model "none", for which llama.cpp makes
+ * `<arch>.vocab_size` placeholder tokens, so any id below the vocabulary size is valid input.
+ */
+export function exportModelGguf(model: CausalLM, out: string, opts: { dtype?: 'F32' | 'F16'; name: string }): { tensors: number; architecture: string } {
+  const g = ggufOfModel(model, { ...opts, source: out });
+  writeGguf(out, [...g.metadata, ['tokenizer.ggml.model', { type: 'string', value: 'none' }]], g.tensors);
+  return { tensors: g.tensors.length, architecture: g.architecture };
 }
 
 function hyperparameters(arch: string, cfg: LlamaConfig): [string, GgufValue][] {
