@@ -48,7 +48,9 @@ describe('the npm package, installed as a user installs it', { skip, timeout: 20
       assert.ok(paths.includes('native/prebuilds/linux-x64/magrpo.napi.glibc.node'), 'the linux-x64 prebuild');
     for (const p of ['dist/src/index.js', 'dist/src/cli/main.js', 'native/binding.gyp', 'scripts/build-native.mjs', 'models/micro/model.safetensors'])
       assert.ok(paths.includes(p), p);
-    const stray = paths.filter((p) => /^(test|src\/.*\.ts$|native\/build\/|bench\/|results\/|data\/corpus\/|\.cache|\.stamps|test-artifacts)/.test(p) && !p.endsWith('.d.ts'));
+    const stray = paths.filter(
+      (p) => /^(test|src\/.*\.ts$|native\/build\/|bench\/|results\/|data\/corpus\/|\.cache|\.stamps|test-artifacts)/.test(p) && !p.endsWith('.d.ts'),
+    );
     assert.deepEqual(stray, [], 'no tests, TypeScript sources, native build folder, caches, results or pretraining corpus');
     assert.ok(pack.size < 20e6, `tarball ${pack.size} bytes`);
   });
