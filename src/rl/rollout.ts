@@ -13,6 +13,7 @@ import type { SampledGroup, SamplingParams } from './agent.js';
 import { type AgentHandle, forEachAgent } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
 import { type Formatter, type RewardInput, type Task, TaskError } from './task.js';
+import { watched } from './watchdog.js';
 
 export interface TreeNode {
   turn: number;
@@ -67,7 +68,8 @@ export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, ite
   const where = `agent ${agent}, item ${ctx.itemIndex}`;
   let prompt: unknown;
   try {
-    prompt = external === null ? ctx.formatters[agent](arg) : ctx.formatters[agent](arg, external);
+    const seconds = ctx.task.callbackTimeoutSeconds ?? DEFAULT_CALLBACK_TIMEOUT_S;
+    prompt = watched('formatters', where, seconds, () => (external === null ? ctx.formatters[agent](arg) : ctx.formatters[agent](arg, external)));
   } catch (e) {
     throw new TaskError('formatters', `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -94,7 +96,8 @@ async function settle<T>(ctx: RolloutContext<unknown>, name: string, where: stri
   const seconds = ctx.task.callbackTimeoutSeconds ?? DEFAULT_CALLBACK_TIMEOUT_S;
   let timer: NodeJS.Timeout | undefined;
   try {
-    const value = f();
+    // A synchronous loop never reaches the timer below: the watchdog stops the process instead.
+    const value = watched(name, where, seconds, f);
     if (!(value instanceof Promise)) return value;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new TaskError(name, `did not settle within ${seconds} s on ${where} (Task.callbackTimeoutSeconds)`)), seconds * 1000);

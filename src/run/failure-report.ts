@@ -6,6 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveCheckpoint } from '../rl/checkpoint.js';
+import { watchdogRun } from '../rl/watchdog.js';
 
 export const FAILURE_FILE = 'failure.json';
 
@@ -34,6 +35,24 @@ export class RunTracker {
   dir: string | null = null;
   envStep: number | null = null;
   items = 0;
+
+  /**
+   * Tells the callback watchdog (rl/watchdog.ts) where the run is and how far it got, so that a
+   * user callback stuck in a synchronous loop still leaves failure.json (call after progress).
+   */
+  publish(): void {
+    if (this.dir === null) {
+      watchdogRun(null);
+      return;
+    }
+    let checkpoint: string | null = null;
+    try {
+      checkpoint = resolveCheckpoint(this.dir);
+    } catch {
+      // no checkpoint yet
+    }
+    watchdogRun({ dir: this.dir, envStep: this.envStep, items: this.items, checkpoint });
+  }
 
   /** Writes failure.json if a run directory is being trained into; returns the file or null. */
   fail(err: unknown): string | null {

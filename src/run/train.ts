@@ -106,6 +106,7 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
   // Logs written after the checkpoint (by the run that died) would repeat the replayed steps.
   if (opts.resume) rollbackLogs(dir, readTrainerState(dir).logs, { removeNewer: true });
   tracker.dir = dir;
+  tracker.publish();
   await opts.onRunDir?.(dir, config);
   let progress: Progress | null = null;
   const say = opts.log ?? ((m: string) => (progress ? progress.log(m) : process.stderr.write(`${m}\n`)));
@@ -114,6 +115,7 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
   const runHooks: TrainerCallback = {
     onStepEnd: (p) => {
       tracker.items = p.items;
+      tracker.publish();
       progress?.update(p.items, latest.status());
     },
     onEvaluate: (p) =>
@@ -156,6 +158,7 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
     await trainer.close();
   }
   tracker.dir = null;
+  tracker.publish();
   const trainSeconds = (performance.now() - tTrain) / 1000;
   const status = opts.signal?.aborted ? 'interrupted' : result.items < totalItems ? 'stopped' : 'finished';
 
