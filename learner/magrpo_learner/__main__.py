@@ -16,7 +16,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="magrpo_learner", description="PyTorch learner for magrpo (learner/README.md)")
     ap.add_argument("--listen", required=True, help="unix:/path/to.sock or http://host:port (rank 0 listens)")
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--parallel", choices=["ddp", "fsdp"], default="ddp")
+    ap.add_argument("--parallel", choices=["ddp", "fsdp"], default="ddp", help="ddp: whole model per process; fsdp: FSDP2, sharded over the processes")
     ap.add_argument("--max-message-mb", type=float, default=256)
     ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads per process (0 = torch's default)")
     a = ap.parse_args(argv)

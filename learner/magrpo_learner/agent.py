@@ -1,6 +1,7 @@
 """One agent's learner: a Hugging Face causal LM (with PEFT LoRA adapters, or all weights
 trainable), AdamW with magrpo's hyperparameters and LR schedule, data parallel over the
-torch.distributed group (DDP) when there is one."""
+torch.distributed group when there is one: DDP (every process holds the whole model), or FSDP2
+(`fully_shard`: every decoder layer, then the root, sharded over the processes)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -34,7 +36,7 @@ class Scorer(torch.nn.Module):
         h = hidden.reshape(-1, hidden.shape[-1])[rows]
         logits = self.head(h)
         lsm = torch.log_softmax(logits.to(torch.float32) if logits.dtype == torch.bfloat16 else logits, -1)
-        lp = lsm.gather(-1, targets[:, None])[:, 0]
+        lp = lsm.gather(-1, targets[:, None]).sum(-1)  # not a view (FSDP hooks the root's outputs for backward)
         entropy = -(lsm.exp() * lsm).sum(-1).detach()
         return lp, entropy
 
@@ -72,20 +74,29 @@ class AgentLearner:
                 model = get_peft_model(model, cfg)
             if self.dtype != torch.bfloat16:
                 model.to(self.dtype)
-        model.to(device)
-        self.model = model
-        self.params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        if not self.params:
+        self.rank, self.world = world()
+        # FSDP over one process is the unsharded model (as DDP over one process is).
+        self.sharded = parallel == "fsdp" and self.world > 1
+        if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("no trainable parameters (lora.target_modules matched nothing?)")
+        self.model = model
+        self.scorer = Scorer(model)
+        if self.sharded:
+            # From the CPU copy straight to shards on `device`: no process holds the whole model there.
+            layers = shard(self.scorer, model, device)
+        else:
+            model.to(device)
+            if self.world > 1:
+                ids = [device.index] if device.type == "cuda" else None
+                self.scorer = torch.nn.parallel.DistributedDataParallel(self.scorer, device_ids=ids)
+        # After fully_shard: the parameters are the sharded DTensors it put in place.
+        self.params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         for _, p in self.params:
             p.grad = torch.zeros_like(p)
-        self.scorer = Scorer(model)
-        self.rank, self.world = world()
-        if parallel == "fsdp":
-            raise ValueError("parallel fsdp is not implemented in this version of magrpo_learner (learner/README.md, 'FSDP')")
-        if self.world > 1:
-            ids = [device.index] if device.type == "cuda" else None
-            self.scorer = torch.nn.parallel.DistributedDataParallel(self.scorer, device_ids=ids)
+        if self.rank == 0:
+            how = f"FSDP2 ({layers} decoder layers, then the root, sharded)" if self.sharded else "DDP" if self.world > 1 else "one process"
+            n = sum(p.numel() for _, p in self.params)
+            print(f"magrpo-learner: agent {req.get('agent')}: {n} trainable parameters, {how} over {self.world} process(es)", file=sys.stderr, flush=True)
         o = self.opt_cfg
         self.opt = torch.optim.AdamW([p for _, p in self.params], lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
         self.steps = 0
@@ -152,7 +163,8 @@ class AgentLearner:
                     for g, x, _ in parts:
                         lps[g] = x.detach().double().tolist()
                     out["logprobs"][i] = lps
-            # DDP averages gradients over processes: scale so the sum over processes is the minibatch gradient.
+            # DDP's all-reduce and FSDP's reduce-scatter average gradients over processes: scale so
+            # the sum over processes is the minibatch gradient.
             (total * self.world).backward()
         for i, s in mine:
             out["logprobs"].setdefault(i, [[] for _ in s["completions"]])
@@ -166,14 +178,24 @@ class AgentLearner:
         for group in self.opt.param_groups:
             group["lr"] = lr
         grads = [p.grad for _, p in self.params]
-        norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+        if self.sharded:
+            # The gradients are DTensor shards: per-tensor float64 norms are partial over the
+            # processes, and full_tensor() reduces them to the norm of the whole gradient.
+            total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g, 2, dtype=torch.float64) for g in grads]), 2)
+            norm = float(total.full_tensor())
+        else:
+            norm = math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
         if not math.isfinite(norm):
             raise ValueError(f"gradient norm is {norm}; refusing to update (check rewards and learning rate)")
         if o.get("max_grad_norm") is not None:
-            coef = o["max_grad_norm"] / (norm + 1e-6)
-            if coef < 1:
-                for g in grads:
-                    g.mul_(coef)
+            if self.sharded:
+                # torch's clip for (sharded) DTensor gradients: max_norm / (norm + 1e-6), at most 1.
+                torch.nn.utils.clip_grads_with_norm_([p for _, p in self.params], o["max_grad_norm"], total)
+            else:
+                coef = o["max_grad_norm"] / (norm + 1e-6)
+                if coef < 1:
+                    for g in grads:
+                        g.mul_(coef)
         self.opt.step()
         self.opt.zero_grad(set_to_none=False)
         self.steps += 1
@@ -181,8 +203,21 @@ class AgentLearner:
 
     # ---- files --------------------------------------------------------------------------------
 
+    def _model_state(self, trainable_only: bool) -> dict:
+        """The model's state dict with whole tensors; under FSDP a collective (every process calls
+        it) that gathers the shards to rank 0's CPU and returns {} elsewhere."""
+        if not self.sharded:
+            state = self.model.state_dict()
+            return {n: state[n] for n, _ in self.params} if trainable_only else state
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=trainable_only)
+        return get_model_state_dict(self.model, options=options)
+
     def save_adapter(self, out: str) -> None:
         """A PEFT adapter folder (LoRA) or a HF model folder, float32 unless training in bfloat16."""
+        lora = bool(self.req.get("lora"))
+        state = self._model_state(trainable_only=lora)  # every process: a collective under FSDP
         if self.rank != 0:
             return
         from safetensors.torch import save_file
@@ -190,14 +225,14 @@ class AgentLearner:
         path = Path(out)
         path.mkdir(parents=True, exist_ok=True)
         cast = lambda t: (t.float() if t.dtype == torch.float64 else t).detach().cpu().contiguous()
-        if self.req.get("lora"):
+        if lora:
             from peft import get_peft_model_state_dict
 
-            state = {k: cast(v) for k, v in get_peft_model_state_dict(self.model).items()}
+            state = {k: cast(v) for k, v in get_peft_model_state_dict(self.model, state_dict=state).items()}
             save_file(state, str(path / "adapter_model.safetensors"), metadata={"format": "pt"})
             self.model.peft_config["default"].save_pretrained(str(path))
         else:
-            state = {k: cast(v) for k, v in self.model.state_dict().items()}
+            state = {k: cast(v) for k, v in state.items()}
             if getattr(self.model.config, "tie_word_embeddings", False):
                 state.pop("lm_head.weight", None)
             save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
@@ -205,25 +240,82 @@ class AgentLearner:
                 if f.endswith(".json") and f != "model.safetensors.index.json":
                     shutil.copy(os.path.join(self.model_dir, f), path / f)
 
+    def _optimizer_state(self) -> dict:
+        """AdamW's state dict with whole tensors (keyed by parameter index, as torch saves it
+        unsharded, so DDP and FSDP write the same file); under FSDP a collective that gathers one
+        tensor at a time, kept on rank 0's CPU only."""
+        state = self.opt.state_dict()
+        if not self.sharded:
+            return state
+        from torch.distributed.tensor import DTensor
+
+        whole = {}
+        for i in sorted(state["state"]):
+            whole[i] = {}
+            for k, v in state["state"][i].items():
+                if isinstance(v, DTensor):
+                    v = v.full_tensor()
+                whole[i][k] = v.detach().cpu() if isinstance(v, torch.Tensor) else v
+        return {"state": whole if self.rank == 0 else {}, "param_groups": state["param_groups"]}
+
     def save_state(self, out: str) -> None:
+        weights = self._model_state(trainable_only=True)  # every process: collectives under FSDP
+        optimizer = self._optimizer_state()
         if self.rank != 0:
             return
         Path(out).mkdir(parents=True, exist_ok=True)
-        state = {"optimizer": self.opt.state_dict(), "steps": self.steps, "weights": {n: p.detach().cpu() for n, p in self.params}}
+        state = {"optimizer": optimizer, "steps": self.steps, "weights": {n: weights[n].detach().cpu() for n, _ in self.params}}
         tmp = Path(out) / "torch_learner.pt.tmp"
         torch.save(state, tmp)
         os.replace(tmp, Path(out) / "torch_learner.pt")
         (Path(out) / "torch_learner.json").write_text(json.dumps({"steps": self.steps}) + "\n")
 
     def load_state(self, src: str) -> None:
+        """Every process reads the whole state (written by DDP or FSDP) and keeps its own shards."""
         f = Path(src) / "torch_learner.pt"
         if not f.exists():
             raise ValueError(f"{f}: no learner state here (a checkpoint written with learner.backend torch has one)")
-        state = torch.load(f, map_location=self.device)
+        state = torch.load(f, map_location="cpu" if self.sharded else self.device)
+        for n, _ in self.params:  # checked before any collective, identically on every process
+            if n not in state["weights"]:
+                raise ValueError(f"{f}: no weights for parameter {n}")
+        optimizer = state["optimizer"]
         with torch.no_grad():
-            for n, p in self.params:
-                if n not in state["weights"]:
-                    raise ValueError(f"{f}: no weights for parameter {n}")
-                p.copy_(state["weights"][n])
-        self.opt.load_state_dict(state["optimizer"])
+            for i, (n, p) in enumerate(self.params):
+                p.copy_(local_part(state["weights"][n], p))
+                for k, v in optimizer["state"].get(i, {}).items():
+                    if k != "step" and isinstance(v, torch.Tensor):  # exp_avg, exp_avg_sq: shaped as p
+                        optimizer["state"][i][k] = local_part(v, p)
+        self.opt.load_state_dict(optimizer)
         self.steps = int(state["steps"])
+
+
+def local_part(whole: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """`whole` as `like` holds it: the same DTensor shards (a collective) or a plain tensor."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if isinstance(like, DTensor):
+        return distribute_tensor(whole.to(like.device, like.dtype), like.device_mesh, like.placements)
+    return whole.to(like.device, like.dtype)
+
+
+def shard(scorer: Scorer, model, device: torch.device) -> int:
+    """FSDP2 in place: fully_shard every decoder layer (the model's _no_split_modules, e.g.
+    LlamaDecoderLayer), then the scorer as root (embeddings, final norm, LM head). Frozen and
+    trainable parameters (LoRA) share a layer's group; only the trainable ones get gradients."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        raise ValueError(f"parallel fsdp needs torch >= 2.6 (FSDP2: torch.distributed.fsdp.fully_shard); this is torch {torch.__version__}") from None
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    kinds = set(getattr(base, "_no_split_modules", None) or [])
+    layers = [m for m in model.modules() if type(m).__name__ in kinds]
+    if not layers:
+        raise ValueError(f"parallel fsdp: no decoder layers to shard in {type(base).__name__} (its _no_split_modules is {sorted(kinds) or 'empty'})")
+    for layer in layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(scorer, mesh=mesh)
+    return len(layers)

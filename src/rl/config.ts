@@ -290,13 +290,6 @@ export const MagrpoConfigSchema = z
     if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
       ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
     }
-    if (c.learner.backend === 'torch' && c.learner.parallel === 'fsdp') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['learner', 'parallel'],
-        message: 'fsdp is not implemented by this version of the PyTorch learner yet (learner/README.md, "FSDP"); use ddp',
-      });
-    }
     if (c.rollout.backend === 'openai') {
       if (c.rollout.servers.length === 0)
         ctx.addIssue({ code: 'custom', path: ['rollout', 'servers'], message: 'rollout.backend "openai" needs at least one server URL' });

@@ -3,7 +3,10 @@
  *  1. one LoRA step (PPO clipping, KL loss term, token_mean, grad clipping, linear schedule) on a
  *     3-sample minibatch, through 2 processes (torchrun, gloo) in float64 and through LocalLearner
  *     on the float64 reference backend: loss, per-token log-probs, KL, clip fraction, gradient norm,
- *     the updated adapters and the next step's log-probs agree within 1e-5 relative;
+ *     the updated adapters and the next step's log-probs agree within 1e-5 relative; with
+ *     parallel ddp and with parallel fsdp (FSDP2, parameters sharded over the 2 processes), and
+ *     save_state/load_state returns each to the state after the first step exactly; one full
+ *     fine-tuning step (all weights, tied embeddings) the same way;
  *  2. the example task (configs/custom/config.yaml) trained for 6 items with
  *     trainer.learner.backend=torch logs the same per-agent losses and gradient norms as with
  *     local, drain by drain, within 1e-3 relative (both float32);
@@ -117,10 +120,11 @@ function minibatch(lm: LanguageModel): LossSample[] {
   });
 }
 
-function compareAdapters(dirA: string, dirB: string, tol: number): number {
-  const a = readSafetensors(join(dirA, 'adapter_model.safetensors'));
-  const b = readSafetensors(join(dirB, 'adapter_model.safetensors'));
-  assert.deepEqual([...a.keys()].sort(), [...b.keys()].sort(), 'adapter tensor names');
+/** Worst relative difference (scaled by each tensor's RMS) between two safetensors files of `file` (the LoRA adapter by default); asserts it is ≤ tol. */
+function compareAdapters(dirA: string, dirB: string, tol: number, file = 'adapter_model.safetensors'): number {
+  const a = readSafetensors(join(dirA, file));
+  const b = readSafetensors(join(dirB, file));
+  assert.deepEqual([...a.keys()].sort(), [...b.keys()].sort(), `${file}: tensor names`);
   let worst = 0;
   for (const [name, ta] of a) {
     const tb = b.get(name) as typeof ta;
@@ -136,75 +140,139 @@ function compareAdapters(dirA: string, dirB: string, tol: number): number {
   return worst;
 }
 
-describe('PyTorch learner: one step against the embedded engine (2 processes, gloo, float64)', () => {
-  let proc: LearnerProcess | null = null;
-  const cfg: LearnerConfig = {
-    backend: 'torch',
-    url: null,
-    python: PY,
-    command: null,
-    nproc: 2,
-    device: 'cpu',
-    parallel: 'ddp',
-    dtype: 'float64',
-    exchange_dir: null,
-    timeout_s: 900,
-    startup_timeout_s: 900,
-    max_message_mb: 64,
-  };
-  before(() => {
-    setBackend('reference');
-    setDType('float64');
-    if (!skip) proc = new LearnerProcess(cfg);
-  });
-  after(async () => {
-    setDType('float32');
-    await proc?.close();
-  });
+for (const parallel of ['ddp', 'fsdp'] as const) {
+  describe(`PyTorch learner (${parallel}): one step against the embedded engine (2 processes, gloo, float64)`, () => {
+    let proc: LearnerProcess | null = null;
+    const cfg: LearnerConfig = {
+      backend: 'torch',
+      url: null,
+      python: PY,
+      command: null,
+      nproc: 2,
+      device: 'cpu',
+      parallel,
+      dtype: 'float64',
+      exchange_dir: null,
+      timeout_s: 900,
+      startup_timeout_s: 900,
+      max_message_mb: 64,
+    };
+    before(() => {
+      setBackend('reference');
+      setDType('float64');
+      if (!skip) proc = new LearnerProcess(cfg);
+    });
+    after(async () => {
+      setDType('float32');
+      await proc?.close();
+    });
 
-  it('same loss, log-probs, KL, clip fraction, grad norm and updated LoRA weights within 1e-5', async (t) => {
-    if (skip || !proc) return t.skip(skip ?? 'no learner');
-    const lmA = loraModel();
-    const lmB = loraModel();
-    const batch = minibatch(lmA);
-    const local = new LocalLearner(SPEC, lmA);
-    const torch = new TorchLearner(SPEC, lmB, proc.spec(cfg));
-    const a = await local.forwardBackward(batch);
-    const b = await torch.forwardBackward(batch);
-    close(a.loss, b.loss, 'loss', 1e-5);
-    close(a.entropySum, b.entropySum, 'entropy', 1e-5);
-    close(a.kl as number, b.kl as number, 'KL', 1e-5);
-    assert.equal(a.tokens, b.tokens, 'scored tokens');
-    assert.equal(a.sequences, b.sequences, 'sequences');
-    assert.equal(a.clipFraction, b.clipFraction, 'clip fraction');
-    assert.ok(a.clipFraction > 0, 'the case clips some tokens');
-    for (const [i, s] of a.logprobs.entries())
-      for (const [g, lp] of s.entries()) for (const [k, x] of lp.entries()) close(x, b.logprobs[i][g][k], `logprob[${i}][${g}][${k}]`, 1e-5);
-    const sa = await local.optimStep();
-    const sb = await torch.optimStep();
-    close(sa.gradNorm, sb.gradNorm, 'gradient norm', 1e-5);
-    assert.ok(sa.gradNorm > SPEC.maxGradNorm!, 'the case clips the gradient');
-    close(sa.lr, sb.lr, 'lr', 1e-12);
-    const dir = mkdtempSync(join(tmpdir(), 'learner-parity-'));
-    try {
-      await local.saveAdapter(join(dir, 'local'));
-      await torch.saveAdapter(join(dir, 'torch'));
-      const worst = compareAdapters(join(dir, 'local'), join(dir, 'torch'), 1e-5);
-      process.stderr.write(`[learner-torch] one step: worst relative difference of the updated adapters ${worst.toExponential(2)}\n`);
-      // The next minibatch has one sample: the second process scores nothing and joins with weight 0.
-      const a2 = await local.forwardBackward(batch.slice(0, 1));
-      const b2 = await torch.forwardBackward(batch.slice(0, 1));
-      close(a2.loss, b2.loss, 'loss after the step', 1e-5);
-      for (const [g, lp] of a2.logprobs[0].entries())
-        for (const [k, x] of lp.entries()) close(x, b2.logprobs[0][g][k], `logprob after the step [${g}][${k}]`, 1e-5);
-      const sa2 = await local.optimStep();
-      const sb2 = await torch.optimStep();
-      close(sa2.gradNorm, sb2.gradNorm, 'second gradient norm', 1e-5);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    it('same loss, log-probs, KL, clip fraction, grad norm and updated LoRA weights within 1e-5; save_state/load_state round trip', async (t) => {
+      if (skip || !proc) return t.skip(skip ?? 'no learner');
+      /** Worst relative difference seen, by quantity (printed: the measured tolerances). */
+      const worst: Record<string, number> = {};
+      const check = (a: number, b: number, what: string, kind: string) => {
+        close(a, b, what, 1e-5);
+        worst[kind] = Math.max(worst[kind] ?? 0, Math.abs(a - b) / Math.max(Math.abs(b), 1e-30));
+      };
+      const lmA = loraModel();
+      const lmB = loraModel();
+      const batch = minibatch(lmA);
+      const local = new LocalLearner(SPEC, lmA);
+      const torch = new TorchLearner(SPEC, lmB, proc.spec(cfg));
+      const a = await local.forwardBackward(batch);
+      const b = await torch.forwardBackward(batch);
+      const how = parallel === 'fsdp' ? 'FSDP2 \\(2 decoder layers, then the root, sharded\\)' : 'DDP';
+      assert.match(proc.tail(40), new RegExp(`agent 0: \\d+ trainable parameters, ${how} over 2 process`), 'the learner says how it runs');
+      check(a.loss, b.loss, 'loss', 'loss');
+      check(a.entropySum, b.entropySum, 'entropy', 'entropy');
+      check(a.kl as number, b.kl as number, 'KL', 'KL');
+      assert.equal(a.tokens, b.tokens, 'scored tokens');
+      assert.equal(a.sequences, b.sequences, 'sequences');
+      assert.equal(a.clipFraction, b.clipFraction, 'clip fraction');
+      assert.ok(a.clipFraction > 0, 'the case clips some tokens');
+      for (const [i, s] of a.logprobs.entries())
+        for (const [g, lp] of s.entries()) for (const [k, x] of lp.entries()) check(x, b.logprobs[i][g][k], `logprob[${i}][${g}][${k}]`, 'log-probs');
+      const sa = await local.optimStep();
+      const sb = await torch.optimStep();
+      check(sa.gradNorm, sb.gradNorm, 'gradient norm', 'grad norm');
+      assert.ok(sa.gradNorm > SPEC.maxGradNorm!, 'the case clips the gradient');
+      close(sa.lr, sb.lr, 'lr', 1e-12);
+      const dir = mkdtempSync(join(tmpdir(), 'learner-parity-'));
+      try {
+        await local.saveAdapter(join(dir, 'local'));
+        await torch.saveAdapter(join(dir, 'torch'));
+        worst.adapters = compareAdapters(join(dir, 'local'), join(dir, 'torch'), 1e-5);
+        await torch.saveState(join(dir, 'state'));
+        // The next minibatch has one sample: the second process scores nothing and joins with weight 0.
+        const a2 = await local.forwardBackward(batch.slice(0, 1));
+        const b2 = await torch.forwardBackward(batch.slice(0, 1));
+        check(a2.loss, b2.loss, 'loss after the step', 'loss');
+        for (const [g, lp] of a2.logprobs[0].entries())
+          for (const [k, x] of lp.entries()) check(x, b2.logprobs[0][g][k], `logprob after the step [${g}][${k}]`, 'log-probs');
+        const sa2 = await local.optimStep();
+        const sb2 = await torch.optimStep();
+        check(sa2.gradNorm, sb2.gradNorm, 'second gradient norm', 'grad norm');
+        await local.saveAdapter(join(dir, 'local2'));
+        await torch.saveAdapter(join(dir, 'torch2'));
+        worst.adapters = Math.max(worst.adapters, compareAdapters(join(dir, 'local2'), join(dir, 'torch2'), 1e-5));
+        // Back to the state after the first step (weights, AdamW moments, step counter): the
+        // second step again gives the same numbers and the same adapters.
+        await torch.loadState(join(dir, 'state'));
+        const b3 = await torch.forwardBackward(batch.slice(0, 1));
+        const sb3 = await torch.optimStep();
+        assert.equal(b3.loss, b2.loss, 'loss of the second step after load_state');
+        assert.deepEqual(b3.logprobs, b2.logprobs, 'log-probs of the second step after load_state');
+        assert.equal(sb3.gradNorm, sb2.gradNorm, 'gradient norm of the second step after load_state');
+        assert.equal(sb3.step, sb2.step, 'step counter after load_state');
+        assert.equal(sb3.lr, sb2.lr, 'scheduled lr after load_state');
+        await torch.saveAdapter(join(dir, 'torch3'));
+        assert.equal(compareAdapters(join(dir, 'torch2'), join(dir, 'torch3'), 0), 0, 'adapters of the second step after load_state');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const measured = Object.entries(worst)
+        .map(([k, v]) => `${k} ${v.toExponential(2)}`)
+        .join(', ');
+      process.stderr.write(`[learner-torch] ${parallel}, two steps: worst relative difference from the embedded engine: ${measured}\n`);
+    });
+
+    it('full fine-tuning (every weight trainable, tied embeddings): same loss, log-probs, grad norm and updated weights within 1e-5', async (t) => {
+      if (skip || !proc) return t.skip(skip ?? 'no learner');
+      const spec: LearnerSpec = { ...SPEC, index: 1, lora: null };
+      const batch = minibatch(loraModel());
+      const local = new LocalLearner(spec, LanguageModel.load(MODEL));
+      const torch = new TorchLearner(spec, LanguageModel.load(MODEL), proc.spec(cfg));
+      const worst: Record<string, number> = {};
+      const check = (a: number, b: number, what: string, kind: string) => {
+        close(a, b, what, 1e-5);
+        worst[kind] = Math.max(worst[kind] ?? 0, Math.abs(a - b) / Math.max(Math.abs(b), 1e-30));
+      };
+      const a = await local.forwardBackward(batch);
+      const b = await torch.forwardBackward(batch);
+      assert.match(proc.tail(40), new RegExp(`agent 1: \\d+ trainable parameters, ${parallel === 'fsdp' ? 'FSDP2' : 'DDP'}`), 'the learner says how it runs');
+      check(a.loss, b.loss, 'loss', 'loss');
+      for (const [i, s] of a.logprobs.entries())
+        for (const [g, lp] of s.entries()) for (const [k, x] of lp.entries()) check(x, b.logprobs[i][g][k], `logprob[${i}][${g}][${k}]`, 'log-probs');
+      const sa = await local.optimStep();
+      const sb = await torch.optimStep();
+      check(sa.gradNorm, sb.gradNorm, 'gradient norm', 'grad norm');
+      assert.ok(sa.gradNorm > spec.maxGradNorm!, 'the case clips the gradient');
+      const dir = mkdtempSync(join(tmpdir(), 'learner-full-'));
+      try {
+        await local.saveAdapter(join(dir, 'local'));
+        await torch.saveAdapter(join(dir, 'torch'));
+        worst.weights = compareAdapters(join(dir, 'local'), join(dir, 'torch'), 1e-5, 'model.safetensors');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const measured = Object.entries(worst)
+        .map(([k, v]) => `${k} ${v.toExponential(2)}`)
+        .join(', ');
+      process.stderr.write(`[learner-torch] ${parallel}, full fine-tuning, one step: worst relative difference from the embedded engine: ${measured}\n`);
+    });
   });
-});
+}
 
 describe('PyTorch learner: the example task, local vs torch', () => {
   it('6 items of configs/custom/config.yaml log the same per-agent losses and grad norms within 1e-3', async (t) => {
@@ -307,7 +375,8 @@ describe('learner config and client errors (no Python needed)', () => {
         (e: unknown) => e instanceof ConfigError && e.issues.some((i) => i.path === path),
         path,
       );
-    bad({ backend: 'torch', parallel: 'fsdp' }, 'learner.parallel');
+    assert.equal(resolveConfig({ learner: { backend: 'torch', parallel: 'fsdp' } }).learner.parallel, 'fsdp');
+    bad({ backend: 'torch', parallel: 'zero3' }, 'learner.parallel');
     bad({ url: 'ftp://host:1' }, 'learner.url');
     bad({ nproc: 0 }, 'learner.nproc');
     bad({ backend: 'jax' }, 'learner.backend');
