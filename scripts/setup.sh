@@ -67,8 +67,12 @@ if [ -n "$with_learner" ] && { [ ! -f .stamps/learner ] || [ -n "$(find learner 
   export PIP_CACHE_DIR="$PWD/.cache/pip"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
   say "learner venv + learner/requirements.txt (torch from PyPI: several GB the first time)"
-  "$venv/bin/pip" install -q -r learner/requirements.txt >&2
-  "$venv/bin/python" -c "import torch, transformers, peft" && touch .stamps/learner
+  # Not fatal: without the learner its tests say SKIPPED with the reason, everything else runs.
+  if "$venv/bin/pip" install -q -r learner/requirements.txt >&2 && "$venv/bin/python" -c "import torch, transformers, peft"; then
+    touch .stamps/learner
+  else
+    say "the learner's requirements did not install; test/rl/learner-torch.test.ts will be skipped"
+  fi
 fi
 
 # 2b. Optional: chromium for test/dashboard/browser.test.ts (driven by playwright-core, which
