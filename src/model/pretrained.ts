@@ -25,6 +25,8 @@ export interface TextSampleOptions {
    */
   truncate?: 'none' | 'left';
   rng?: Rng | number;
+  /** One random source per prompt instead of `rng` (prompts may share one): see SampleOptions.rowRngs. */
+  rowRngs?: readonly Rng[];
 }
 
 export interface TextSample {
@@ -100,6 +102,7 @@ export class LanguageModel {
       stopStrings: opts.stopStrings,
       decode: (ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
       rng,
+      rowRngs: opts.rowRngs,
     });
     return promptIds.map((ids, i) => ({
       promptIds: ids,

@@ -26,6 +26,12 @@ export interface SampleOptions {
   decode?: (ids: number[]) => string;
   /** Random source; a number seeds a fresh one. The same seed gives the same tokens. */
   rng?: Rng | number;
+  /**
+   * One random source per prompt, instead of `rng`. Prompts may share one: at each step every
+   * still-running row draws once from its own, in row order, so the n rows of a group sharing an
+   * Rng draw exactly as a batch of that group alone would (as magrpo serve seeds a request).
+   */
+  rowRngs?: readonly Rng[];
 }
 
 export type FinishReason = 'stop_token' | 'stop_string' | 'length';
@@ -49,7 +55,9 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
   if (!(topP > 0 && topP <= 1)) throw new Error(`top_p must be in (0, 1], got ${topP}`);
   if (opts.stopStrings?.length && !opts.decode) throw new Error('stopStrings need a decode function');
   for (const [i, p] of prompts.entries()) if (p.length === 0) throw new Error(`prompt ${i} is empty: sampling needs at least one token`);
+  if (opts.rowRngs && opts.rowRngs.length !== B) throw new Error(`rowRngs has ${opts.rowRngs.length} entries for ${B} prompts`);
   const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
+  const rowRngs = opts.rowRngs;
   const stopIds = new Set(opts.stopTokenIds ?? []);
   const V = model.vocabSize;
 
@@ -85,7 +93,8 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
     for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
       const rows = active.length;
       const lp = rowLogprobs(rows, V, logits);
-      const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, rng);
+      const draws = rowRngs ? active.map((s) => rowRngs[s]) : rng;
+      const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, draws);
       const still: number[] = [];
       for (let r = 0; r < rows; r++) {
         const s = active[r];
@@ -141,15 +150,27 @@ export function argmaxRows(rows: number, V: number, logits: FloatArray): Int32Ar
   return idx;
 }
 
-/** One token per row: temperature, then top-k, then top-p, then one categorical draw (one rng draw per row). */
-export function sampleRows(rows: number, V: number, logits: FloatArray, temperature: number, topK: number | null, topP: number, rng: Rng): Int32Array {
+/**
+ * One token per row: temperature, then top-k, then top-p, then one categorical draw (one draw per
+ * row, in row order, from `rng` or from the row's own `rng[row]`).
+ */
+export function sampleRows(
+  rows: number,
+  V: number,
+  logits: FloatArray,
+  temperature: number,
+  topK: number | null,
+  topP: number,
+  rng: Rng | readonly Rng[],
+): Int32Array {
+  const u = (r: number) => (rng instanceof Rng ? rng : rng[r]).next();
   const chosen = new Int32Array(rows);
   const k = topK && topK > 0 ? Math.min(topK, V) : topP < 1 ? V : 0;
   if (k === 0) {
     // The whole vocabulary: softmax(logits / temperature) in one kernel call, then an inverse-CDF draw.
     const probs = alloc(rows * V);
     backend().softmax(rows, V, logits, 0, probs, 0, 1 / temperature, false, 0, null, 0);
-    for (let r = 0; r < rows; r++) chosen[r] = drawIndex(probs, r * V, V, rng.next());
+    for (let r = 0; r < rows; r++) chosen[r] = drawIndex(probs, r * V, V, u(r));
     return chosen;
   }
   // Candidates sorted by descending logit; their probabilities at this temperature (max-subtracted).
@@ -179,7 +200,7 @@ export function sampleRows(rows: number, V: number, logits: FloatArray, temperat
     let total = 0;
     for (let i = 0; i < keep; i++) total += probs[i];
     for (let i = 0; i < keep; i++) probs[i] /= total;
-    chosen[r] = cand[r * k + drawIndex(probs, 0, keep, rng.next())];
+    chosen[r] = cand[r * k + drawIndex(probs, 0, keep, u(r))];
   }
   return chosen;
 }

@@ -84,6 +84,12 @@ export const RolloutSchema = z.strictObject({
       'folder the servers can read (same path) where each adapter version is written (null = <output_dir>/adapters, or a temporary folder without output_dir)',
     ),
   keep_adapters: z.boolean().default(false).describe('keep every adapter version on disk (false: a version is deleted once unloaded)'),
+  seed_per_request: z
+    .boolean()
+    .default(false)
+    .describe(
+      "backend local: sample each prompt's group with its own RNG, seeded as the openai backend seeds its request (then both give the same completions token for token against magrpo serve); false: one RNG for the whole batch. The openai backend always seeds per request",
+    ),
   tis_cap: z
     .number()
     .positive()

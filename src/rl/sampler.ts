@@ -8,13 +8,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Rng } from '../engine/rng.js';
+import { Rng } from '../engine/rng.js';
 import type { LanguageModel } from '../model/pretrained.js';
-import { OpenAISampler } from '../rollout/openai.js';
+import { OpenAISampler, requestSeeds } from '../rollout/openai.js';
 import type { MagrpoConfig } from './config.js';
 
-/** The `rollout` config block plus where adapters go; plain data (it crosses worker boundaries). */
-export type RolloutSpec = MagrpoConfig['rollout'] & { adapterDir: string };
+/** The `rollout` config block plus where adapters go (null for the local backend); plain data (it crosses worker boundaries). */
+export type RolloutSpec = MagrpoConfig['rollout'] & { adapterDir: string | null };
 
 /** Sampling settings of one call (the trainer's `samplingParams`). */
 export interface SamplingParams {
@@ -69,6 +69,9 @@ export interface Sampler {
 /**
  * Today's in-process sampler: one batch over every request's `n` copies, drawn from the agent's
  * RNG. It calls `lm.sample` at call time, so a replaced `lm.sample` (test doubles) is honoured.
+ * With `seedPerRequest` it draws one seed per request from the agent's RNG, as the openai backend
+ * does (requestSeeds), and each request's rows draw from their own Rng(seed), as `magrpo serve`
+ * samples a seeded request: still one batch, and the same tokens as the server's.
  */
 export class LocalSampler implements Sampler {
   readonly kind = 'local';
@@ -76,11 +79,15 @@ export class LocalSampler implements Sampler {
   constructor(
     private readonly lm: LanguageModel,
     private readonly rng: Rng,
+    private readonly seedPerRequest = false,
   ) {}
 
   async generate(requests: readonly SampleRequest[], params: SamplingParams): Promise<SampledPrompt[]> {
     const flat = requests.flatMap((r) => new Array<string>(r.n).fill(r.prompt));
-    const out = this.lm.sample(flat, { ...params, rng: this.rng });
+    const rowRngs = this.seedPerRequest
+      ? requestSeeds(this.rng, requests.length).flatMap((seed, k) => new Array<Rng>(requests[k].n).fill(new Rng(seed)))
+      : undefined;
+    const out = this.lm.sample(flat, { ...params, rng: this.rng, rowRngs });
     const answers: SampledPrompt[] = [];
     let i = 0;
     for (const r of requests) {
@@ -97,7 +104,8 @@ export class LocalSampler implements Sampler {
 
 /** The sampler a rollout spec asks for (none or backend local: in-process). */
 export function createSampler(spec: RolloutSpec | undefined, lm: LanguageModel, rng: Rng, log?: (message: string) => void): Sampler {
-  if (!spec || spec.backend === 'local') return new LocalSampler(lm, rng);
+  if (!spec || spec.backend === 'local') return new LocalSampler(lm, rng, spec?.seed_per_request ?? false);
+  if (spec.adapterDir === null) throw new Error('rollout.backend openai: no adapter folder (rolloutSpec resolves one)');
   const apiKey = spec.api_key_env === null ? null : (process.env[spec.api_key_env] ?? null);
   return new OpenAISampler(
     lm,
@@ -125,10 +133,10 @@ export function createSampler(spec: RolloutSpec | undefined, lm: LanguageModel, 
 /**
  * The rollout spec of a run: the config's `rollout` block with its adapter folder resolved
  * (rollout.adapter_dir, else <output_dir>/adapters, else a fresh temporary folder); undefined for
- * the local backend.
+ * the local backend (without adapter folder when it seeds per request).
  */
 export function rolloutSpec(c: MagrpoConfig): RolloutSpec | undefined {
-  if (c.rollout.backend === 'local') return undefined;
+  if (c.rollout.backend === 'local') return c.rollout.seed_per_request ? { ...c.rollout, adapterDir: null } : undefined;
   const adapterDir = c.rollout.adapter_dir ?? (c.output_dir ? join(c.output_dir, 'adapters') : mkdtempSync(join(tmpdir(), 'magrpo-adapters-')));
   return { ...c.rollout, adapterDir };
 }

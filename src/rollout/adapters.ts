@@ -33,7 +33,20 @@ export class AdapterLoader {
     if (this.current?.name === name) return;
     const dir = resolve(join(this.root, name));
     write(dir);
-    const loaded = await this.pool.postEach('/v1/load_lora_adapter', { lora_name: name, lora_path: dir });
+    const body = { lora_name: name, lora_path: dir };
+    let loaded: string[];
+    try {
+      loaded = await this.pool.postEach('/v1/load_lora_adapter', body);
+    } catch (e) {
+      if (!alreadyLoaded(e)) throw e;
+      // Left by an earlier run on the same servers (or by this run before a resume): its weights may
+      // differ, so it is unloaded everywhere (a 404 where it was not loaded is fine) and loaded again.
+      this.log(`${e.server}: an adapter named ${name} was already loaded (by an earlier run?); unloading it and loading this run's ${dir}`);
+      await this.pool.postEach('/v1/unload_lora_adapter', { lora_name: name }).catch((u: unknown) => {
+        if (!(u instanceof RolloutError) || u.kind !== 'not_found') throw u;
+      });
+      loaded = await this.pool.postEach('/v1/load_lora_adapter', body);
+    }
     this.history.push({ op: 'load', name, servers: loaded });
     const previous = this.current;
     this.current = { name, dir };
@@ -51,4 +64,9 @@ export class AdapterLoader {
     }
     if (this.deleteOld) rmSync(v.dir, { recursive: true, force: true });
   }
+}
+
+/** vLLM's (and magrpo serve's) 400 for a name in use: "The lora adapter 'x' has already been loaded." */
+function alreadyLoaded(e: unknown): e is RolloutError {
+  return e instanceof RolloutError && e.kind === 'bad_request' && /already been loaded/i.test(e.message);
 }

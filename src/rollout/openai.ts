@@ -85,7 +85,7 @@ export class OpenAISampler {
     const model = this.model;
     if (model === null) throw new RolloutError('not_found', 'openai rollout backend: no adapter loaded yet (loadWeights must run before generate)');
     // Seeds are drawn up front, in request order, so a run is reproducible whatever the servers' timing.
-    const seeds = requests.map(() => Math.floor(this.rng.next() * 2 ** 31));
+    const seeds = requestSeeds(this.rng, requests.length);
     return Promise.all(
       requests.map(async (r, k) => {
         const promptIds = this.lm.encode(r.prompt);
@@ -191,6 +191,15 @@ export class OpenAISampler {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * The `seed` of each of `count` requests, drawn in request order from the agent's RNG (one draw
+ * each). The local sampler with rollout.seed_per_request draws the same seeds and samples each
+ * prompt's group with its own Rng(seed), as magrpo serve does, so both give the same tokens.
+ */
+export function requestSeeds(rng: Rng, count: number): number[] {
+  return Array.from({ length: count }, () => Math.floor(rng.next() * 2 ** 31));
 }
 
 /** Text before the first stop string (all of it when none occurs), as the local sampler cuts. */

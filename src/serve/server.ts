@@ -3,6 +3,7 @@
  *
  *   GET  /health                     200, empty body (no key needed)
  *   GET  /v1/models                  the base model and every loaded adapter
+ *   GET  /v1/models/{id}             one of them (404 for an unknown name)
  *   POST /v1/completions             text or token-id prompts, n, logprobs, seeds, stream
  *   POST /v1/chat/completions        the tokenizer's chat template (or plainChatPrompt), stream
  *   POST /v1/load_lora_adapter       {lora_name, lora_path}: a PEFT folder, served as `lora_name`
@@ -289,25 +290,32 @@ export async function startServer(opts: ServeOptions): Promise<ModelServer> {
     await generate(req, res, 'chat', body, model, [ids], spec, fmt);
   }
 
+  const modelCard = (m: string) => ({
+    id: m,
+    object: 'model',
+    created,
+    owned_by: 'magrpo',
+    root: m === opts.modelName ? lm.source || m : m,
+    parent: m === opts.modelName ? null : opts.modelName,
+    max_model_len: context,
+  });
+
   function route(method: string, path: string): ((req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void> | void) | null {
+    // GET /v1/models/{id} (OpenAI's "retrieve model"; clients percent-encode a name with slashes).
+    if (path.startsWith('/v1/models/')) {
+      let name: string;
+      try {
+        name = decodeURIComponent(path.slice('/v1/models/'.length));
+      } catch {
+        throw new HttpError(400, `${path}: not a valid percent-encoded model name`, 'invalid_request_error', 'model');
+      }
+      if (method !== 'GET') throw new HttpError(405, `${method} is not allowed on ${path}; use GET`, 'invalid_request_error', null, 'method_not_allowed');
+      return (_q, res) => sendJson(res, 200, modelCard(modelOf(name)));
+    }
     const table: Record<string, Record<string, (req: IncomingMessage, res: ServerResponse, body: unknown) => Promise<void> | void>> = {
       '/health': { GET: (_q, res) => void res.writeHead(200).end() },
       '/stats': { GET: (_q, res) => sendJson(res, 200, engine.stats) },
-      '/v1/models': {
-        GET: (_q, res) =>
-          sendJson(res, 200, {
-            object: 'list',
-            data: engine.models().map((m) => ({
-              id: m,
-              object: 'model',
-              created,
-              owned_by: 'magrpo',
-              root: m === opts.modelName ? lm.source || m : m,
-              parent: m === opts.modelName ? null : opts.modelName,
-              max_model_len: context,
-            })),
-          }),
-      },
+      '/v1/models': { GET: (_q, res) => sendJson(res, 200, { object: 'list', data: engine.models().map(modelCard) }) },
       '/v1/completions': { POST: completions },
       '/v1/chat/completions': { POST: chat },
       '/v1/load_lora_adapter': {
