@@ -7,7 +7,7 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import type { Backend } from './backend.js';
-import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeFmaPeak, nativeIsa } from './backends/native.js';
+import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeFmaPeak, nativeIsa, nativePrecision } from './backends/native.js';
 import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, gemmDescription, rankedCores } from './blas-core.js';
 import { type CoreProbe, probeCore } from './blas-probe.js';
 import { type CpuInfo, cpuInfo, isaSummary } from './cpu.js';
@@ -46,6 +46,8 @@ export interface DoctorReport {
     kernels: { isa: string; supported: string[] } | null;
     /** What runs sgemm: `openblas <core> via <file>` or `builtin <isa> (<why>)` (MAGRPO_BLAS). */
     gemm: string | null;
+    /** How `precision: bf16` products run here: on VDPBF16PS, or emulated at fp32 speed. */
+    bf16: 'avx512-bf16' | 'emulated' | null;
   };
   cpu: { model: string; vendor: string; family: number | null; modelNumber: number | null; arch: string; logicalCpus: number; isa: string };
   blas: {
@@ -134,6 +136,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
       threads: be?.getNumThreads() ?? 0,
       kernels: be === null ? null : nativeIsa(),
       gemm: null,
+      bf16: be === null ? null : nativePrecision().cpu && nativeIsa().isa === 'avx512' ? 'avx512-bf16' : 'emulated',
     },
     cpu: {
       model: cpu.modelName,
@@ -311,7 +314,15 @@ export function formatDoctor(r: DoctorReport): string[] {
     ['ISA', r.cpu.isa],
     ...(r.backend.gemm ? [['gemm', r.backend.gemm] as [string, string]] : []),
     ...(r.backend.kernels
-      ? [['C kernels', `${r.backend.kernels.isa} variant (this CPU runs: ${r.backend.kernels.supported.join(', ')})`] as [string, string]]
+      ? [
+          ['C kernels', `${r.backend.kernels.isa} variant (this CPU runs: ${r.backend.kernels.supported.join(', ')})`] as [string, string],
+          [
+            'bf16 products',
+            r.backend.bf16 === 'avx512-bf16'
+              ? 'VDPBF16PS (AVX-512 BF16), for precision: bf16'
+              : 'emulated at fp32 speed (no AVX-512 BF16 here), for precision: bf16',
+          ] as [string, string],
+        ]
       : []),
     ['BLAS', `${r.blas.library ?? 'unknown library'}${r.blas.version ? ` (OpenBLAS ${r.blas.version})` : ''}`],
     [

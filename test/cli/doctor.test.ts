@@ -53,7 +53,19 @@ describe('magrpo doctor', () => {
   it('prints aligned lines (and the bench header shares them)', () => {
     const r = doctor('--quick');
     assert.equal(r.status, 0, r.stderr);
-    for (const label of ['backend:', 'CPU:', 'ISA:', 'C kernels:', 'BLAS:', 'BLAS core:', 'core choice:', 'threads:', 'load:', 'sgemm 1 thr:'])
+    for (const label of [
+      'backend:',
+      'CPU:',
+      'ISA:',
+      'C kernels:',
+      'bf16 products:',
+      'BLAS:',
+      'BLAS core:',
+      'core choice:',
+      'threads:',
+      'load:',
+      'sgemm 1 thr:',
+    ])
       assert.match(r.stdout, new RegExp(`^${label}`, 'm'));
     assert.doesNotMatch(r.stdout, /OpenBLAS core types here/, '--quick tries no other cores');
   });
@@ -68,6 +80,7 @@ describe('assessCores', () => {
       threads: 2,
       kernels: { isa: 'avx512', supported: ['generic', 'avx2', 'avx512'] },
       gemm: null,
+      bf16: 'emulated',
     },
     cpu: { model: 'Xeon', vendor: 'GenuineIntel', family: 6, modelNumber: 143, arch: 'x64', logicalCpus: 2, isa: 'x86-64 AVX-512' },
     blas: { library: '/lib/libopenblas.so', version: '0.3.21', core: 'Prescott', coretype, coretypeSetBy: setBy, selection: '' },
