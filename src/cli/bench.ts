@@ -35,6 +35,7 @@ import {
   TRAIN_WARMUP,
 } from './bench-models.js';
 import { findPeers, type Peer } from './bench-peers.js';
+import { runRolloutBench } from './bench-rollout.js';
 import { CLI, intOption } from './options.js';
 
 const MATMUL_SHAPES: readonly [number, number, number][] = [
@@ -54,6 +55,7 @@ interface BenchFlags {
   threads: number;
   python: string;
   worker?: string;
+  rollout?: string | true;
 }
 
 /** Tokens/s per engine and size, from the medians over every round. */
@@ -84,6 +86,10 @@ export function registerBench(program: Command): void {
     .option('--python <path>', "Python interpreter of Debian's PyTorch", '/usr/bin/python3')
     .option('--json', 'print one JSON object instead of the table')
     .option('--out <file>', 'also write the JSON object to this file (input of scripts/bench-report.mjs)')
+    .option(
+      '--rollout [model]',
+      'rollout throughput instead: the in-process sampler against 1 and 2 local `magrpo serve` processes on a model folder (default models/base), G = 8 (bench-rollout.ts)',
+    )
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
     .addHelpText(
       'after',
@@ -94,6 +100,7 @@ Examples:
   # then: node scripts/bench-report.mjs rebuilds docs/benchmarks.md from bench/results/*.json`,
     )
     .action((flags: BenchFlags) => {
+      if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
       if (flags.worker !== undefined) {
         process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? 1 : 3))}\n`);
         return;

@@ -84,6 +84,18 @@ export const RolloutSchema = z.strictObject({
       'folder the servers can read (same path) where each adapter version is written (null = <output_dir>/adapters, or a temporary folder without output_dir)',
     ),
   keep_adapters: z.boolean().default(false).describe('keep every adapter version on disk (false: a version is deleted once unloaded)'),
+  weight_sync: z
+    .enum(['lora', 'none'])
+    .default('lora')
+    .describe(
+      "backend openai. lora: after every update each agent's LoRA adapter is loaded on every server and requests name it (vLLM, magrpo serve; needs lora). none: the servers keep the model they were started with and requests name no model (for servers that cannot load adapters at runtime, such as llama.cpp's): every completion comes from the starting model, more off-policy as training goes on, corrected only by TIS (needs tis_cap); full fine-tuning allowed",
+    ),
+  extra_body: z
+    .record(z.string(), z.unknown())
+    .default({})
+    .describe(
+      'backend openai: further fields of every /v1/completions body, for server-specific sampling settings; the fields the trainer sets (temperature, top_p, top_k, stop, seed, ...) win. llama.cpp: {top_k: 0, min_p: 0, repeat_penalty: 1} turns off its own defaults (docs/scale.md)',
+    ),
   seed_per_request: z
     .boolean()
     .default(false)
@@ -299,12 +311,19 @@ export const MagrpoConfigSchema = z
     if (c.rollout.backend === 'openai') {
       if (c.rollout.servers.length === 0)
         ctx.addIssue({ code: 'custom', path: ['rollout', 'servers'], message: 'rollout.backend "openai" needs at least one server URL' });
-      if (c.lora === null)
+      if (c.lora === null && c.rollout.weight_sync === 'lora')
         ctx.addIssue({
           code: 'custom',
           path: ['rollout', 'backend'],
           message:
-            'rollout.backend "openai" needs lora (set lora: {r, alpha, target_modules}): servers hot-load each agent\'s LoRA adapter after every step; full fine-tuning (lora: null) would need a server restart per step and is not supported',
+            'rollout.backend "openai" needs lora (set lora: {r, alpha, target_modules}): servers hot-load each agent\'s LoRA adapter after every step; full fine-tuning (lora: null) would need a server restart per step and is not supported. Or set rollout.weight_sync: none: the servers then keep sampling from the model they were started with (fully off-policy, corrected by TIS; docs/scale.md)',
+        });
+      if (c.rollout.weight_sync === 'none' && c.rollout.tis_cap === null)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rollout', 'tis_cap'],
+          message:
+            'rollout.weight_sync "none" samples every completion from the servers\' starting model, off-policy after the first update: it needs the TIS correction (set rollout.tis_cap, e.g. 2)',
         });
     }
   });

@@ -125,6 +125,8 @@ export function createSampler(spec: RolloutSpec | undefined, lm: LanguageModel, 
       promptFormat: spec.prompt_format,
       adapterDir: spec.adapterDir,
       deleteOldAdapters: !spec.keep_adapters,
+      weightSync: spec.weight_sync,
+      extraBody: spec.extra_body,
     },
     log,
   );

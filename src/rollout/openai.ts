@@ -24,6 +24,14 @@ export interface OpenAIClientOptions extends Omit<PoolOptions, 'log'> {
   adapterDir: string;
   /** Delete an adapter version's folder once every server has unloaded it. */
   deleteOldAdapters: boolean;
+  /**
+   * 'lora' (default): each new adapter version is loaded on the servers and requests name it.
+   * 'none': nothing is loaded; requests name no model, so servers answer with the model they were
+   * started with (servers that cannot load adapters at runtime, such as llama.cpp's).
+   */
+  weightSync?: 'lora' | 'none';
+  /** Further fields of every request body (rollout.extra_body); the client's own fields win. */
+  extraBody?: Readonly<Record<string, unknown>>;
 }
 
 /** What the client needs of the agent's model: its tokenizer, EOS ids and vocabulary size. */
@@ -55,6 +63,8 @@ export class OpenAISampler {
   private readonly adapters: AdapterLoader;
   private model: string | null = null;
   private warnedNoIds = false;
+  private warnedNoSync = false;
+  private warnedShortN = false;
   private readonly counts = { completions: 0, retokenized: 0, mismatched: 0, noLogprobs: 0 };
 
   constructor(
@@ -74,6 +84,16 @@ export class OpenAISampler {
 
   /** Writes adapter `name` with `write(dir)`, loads it on every server, then unloads the previous one. */
   async loadWeights(name: string, write: (dir: string) => void): Promise<void> {
+    if (this.opts.weightSync === 'none') {
+      if (!this.warnedNoSync) {
+        this.warnedNoSync = true;
+        this.log(
+          `rollout.weight_sync none: the agent's updates are not sent to ${this.pool.live().join(', ')}; they keep sampling from the model they were started with (off-policy after the first update, weighted by TIS, rollout.tis_cap)`,
+        );
+      }
+      this.model = name;
+      return;
+    }
     await this.adapters.publish(name, write);
     this.model = name;
   }
@@ -93,11 +113,15 @@ export class OpenAISampler {
         for (let round = 0; completions.length < r.n; round++) {
           const want = r.n - completions.length;
           const seed = round === 0 ? seeds[k] : (seeds[k] + round * 7919) % 2 ** 31;
-          const { server, text } = await this.pool.post('/v1/completions', this.body(model, r.prompt, promptIds, want, params, seed));
+          const { server, text } = await this.pool.post('/v1/completions', this.body(model, r.prompt, promptIds, want, params, seed)).catch((e: unknown) => {
+            throw this.explain(e);
+          });
           const choices = parseBody(text, server);
           if (choices.length === 0) throw new RolloutError('bad_response', `${server} answered no choices for n = ${want}`, server);
-          if (choices.length < want && round === 0)
-            this.log(`${server} returned ${choices.length} of n = ${want} completions per request; asking again for the rest`);
+          if (choices.length < want && round === 0 && !this.warnedShortN) {
+            this.warnedShortN = true;
+            this.log(`${server} returned ${choices.length} of n = ${want} completions per request; asking again for the rest (said once)`);
+          }
           for (const c of choices.slice(0, want)) completions.push(this.completion(c, server, params.stopStrings));
         }
         return { promptIds, completions };
@@ -118,10 +142,27 @@ export class OpenAISampler {
     return out;
   }
 
-  /** The /v1/completions request body (OpenAI fields plus vLLM's extensions). */
+  /**
+   * A failure to send a token-id prompt, said as such: llama.cpp's server (llama-cpp-python) takes
+   * text prompts only and answers a list of ids with a 500 whose message is pydantic's "Input
+   * should be a valid string" for field prompt.
+   */
+  private explain(e: unknown): unknown {
+    if (!(e instanceof RolloutError) || this.opts.promptFormat !== 'token_ids' || !/prompt/.test(e.message) || !/valid string|string_type/i.test(e.message))
+      return e;
+    return new RolloutError(
+      e.kind,
+      `${e.message}\nThe server refuses prompts given as token ids (llama.cpp's server takes text only): set rollout.prompt_format: text`,
+      e.server,
+      e.status,
+    );
+  }
+
+  /** The /v1/completions request body (OpenAI fields plus vLLM's extensions, after rollout.extra_body). */
   private body(model: string, prompt: string, promptIds: number[], n: number, p: ClientSamplingParams, seed: number): Record<string, unknown> {
     return {
-      model,
+      ...this.opts.extraBody,
+      ...(this.opts.weightSync === 'none' ? {} : { model }),
       prompt: this.opts.promptFormat === 'token_ids' ? promptIds : prompt,
       n,
       max_tokens: p.maxNewTokens,
@@ -160,10 +201,13 @@ export class OpenAISampler {
           server,
         );
     } else {
-      ids = this.retokenize(c, server, stops);
+      const r = this.retokenize(c, server, stops);
+      ids = r.ids;
       this.counts.retokenized++;
       const tokens = c.tokens ?? [];
-      const lined = tokens.length === ids.length && ids.every((id, k) => tok.decode([id]) === tokens[k]);
+      // An EOS put back by retokenize is not among the server's tokens (llama.cpp leaves it out).
+      const own = r.addedEos ? ids.slice(0, -1) : ids;
+      const lined = tokens.length === own.length && own.every((id, k) => tok.decode([id]) === tokens[k]);
       if (!lined) {
         this.counts.mismatched++;
         logprobs = [];
@@ -175,19 +219,29 @@ export class OpenAISampler {
     return { ids, text: cutAtStop(tok.decode(ids, { skipSpecialTokens: true }), stops), logprobs: sampler };
   }
 
-  /** Ids for a server that returned only text: encode it, and put back the EOS the text omits. */
-  private retokenize(c: ParsedChoice, server: string, stops: readonly string[]): number[] {
+  /**
+   * Ids for a server that returned only text: encode what it sampled, and put back the EOS the text
+   * omits. What it sampled is the concatenation of its log-prob token strings when the text is a
+   * prefix of it: llama.cpp cuts a stop string out of `text` (it ignores include_stop_str_in_output)
+   * but lists every sampled token, and the trainer keeps the tokens of a stop string, as the local
+   * sampler does. Otherwise (tokens missing, or bytes the server dropped from its per-token
+   * strings), the text itself.
+   */
+  private retokenize(c: ParsedChoice, server: string, stops: readonly string[]): { ids: number[]; addedEos: boolean } {
     if (!this.warnedNoIds) {
       this.warnedNoIds = true;
       this.log(
-        `warning: ${server} returns text without token ids (vLLM's "return_tokens_as_token_ids"); re-tokenising its text locally. Tokens may differ from those sampled: the share that does not line up with the server's tokens is logged as agent_i/rollout_retokenize_mismatch_frac`,
+        `warning: ${server} returns text without token ids (vLLM's "return_tokens_as_token_ids"); re-tokenising its text locally. Tokens may differ from those sampled: the share that does not line up with the server's tokens is logged as agent_i/rollout_retokenize_mismatch_frac${this.opts.extraBody && Object.keys(this.opts.extraBody).length ? '' : '. A llama.cpp server also samples with its own defaults (top_k 40, min_p 0.05, repeat_penalty 1.1) unless rollout.extra_body turns them off (docs/scale.md)'}`,
       );
     }
-    const ids = this.lm.tokenizer.encode(c.text, { addSpecialTokens: false });
+    const joined = c.tokens?.join('') ?? null;
+    const sampled = joined !== null && joined.startsWith(c.text) ? joined : c.text;
+    const ids = this.lm.tokenizer.encode(sampled, { addSpecialTokens: false });
     const eos = this.lm.stopIds();
-    const endedOnEos = c.finishReason === 'stop' && (c.stopReason === null || typeof c.stopReason === 'number') && !stops.some((s) => c.text.includes(s));
-    if (endedOnEos && !eos.includes(ids[ids.length - 1])) ids.push(typeof c.stopReason === 'number' ? c.stopReason : eos[0]);
-    return ids;
+    const endedOnEos = c.finishReason === 'stop' && (c.stopReason === null || typeof c.stopReason === 'number') && !stops.some((s) => sampled.includes(s));
+    const addedEos = endedOnEos && !eos.includes(ids[ids.length - 1]);
+    if (addedEos) ids.push(typeof c.stopReason === 'number' ? c.stopReason : eos[0]);
+    return { ids, addedEos };
   }
 
   async close(): Promise<void> {}

@@ -267,7 +267,7 @@ export class ServerPool {
       if (path.endsWith('_lora_adapter'))
         return new RolloutError(
           'not_found',
-          `${url}: 404 (${message}): the server does not load adapters at runtime; start vLLM with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (docs/scale.md)`,
+          `${url}: 404 (${message}): the server does not load adapters at runtime; start vLLM with --enable-lora and the environment variable VLLM_ALLOW_RUNTIME_LORA_UPDATING=True. A server that cannot load adapters at all (llama.cpp's) works only with rollout.weight_sync: none, where it keeps sampling from the model it was started with (off-policy, corrected by TIS; docs/scale.md)`,
           server,
           status,
         );
