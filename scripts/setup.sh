@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
 # the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-learner: also the PyTorch learner's virtualenv .cache/venv-learner (learner/README.md)
+#     --with-llama:   also llama-cpp-python and its server in .cache/venv-llama (compiled: ~10-15 min)
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
 #     --with-data:    also the Debian packages the large pretraining corpus reads
 #                     (src/data/large-sources.ts; build it with `npm run data:large`)
@@ -12,12 +13,14 @@ with_torch=""
 with_browser=""
 with_data=""
 with_learner=""
+with_llama=""
 for arg in "$@"; do
   case "$arg" in
     --with-torch) with_torch=1 ;;
     --with-browser) with_browser=1 ;;
     --with-data) with_data=1 ;;
     --with-learner) with_learner=1 ;;
+    --with-llama) with_llama=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -72,6 +75,22 @@ if [ -n "$with_learner" ] && { [ ! -f .stamps/learner ] || [ -n "$(find learner 
     touch .stamps/learner
   else
     say "the learner's requirements did not install; test/rl/learner-torch.test.ts will be skipped"
+  fi
+fi
+
+# 2a'. Optional: llama.cpp (llama-cpp-python, compiled from PyPI's source distribution with the
+#     machine's compiler) and its OpenAI-compatible server, in .cache/venv-llama: the llama.cpp peer
+#     of `magrpo bench` and test/rollout/llama-cpp.test.ts. Not fatal: those skip without it.
+if [ -n "$with_llama" ] && { [ ! -f .stamps/llama ] || [ scripts/requirements-llama.txt -nt .stamps/llama ]; }; then
+  venv=.cache/venv-llama
+  mkdir -p .cache
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
+  say "llama.cpp venv + scripts/requirements-llama.txt (compiles llama.cpp: ~10-15 min on 2 cores)"
+  if CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$venv/bin/python" -m pip install -q -r scripts/requirements-llama.txt >&2 &&
+    "$venv/bin/python" -c "import llama_cpp, llama_cpp.server.app"; then
+    touch .stamps/llama
+  else
+    say "llama-cpp-python did not install; the llama.cpp bench peer and test/rollout/llama-cpp.test.ts will be skipped"
   fi
 fi
 

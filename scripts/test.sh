@@ -5,8 +5,13 @@ cd "$(dirname "$0")/.."
 # On CI also the PyTorch learner (~4 GB from PyPI, ~10 min on a fresh machine), so its parity
 # tests run there; locally they run when `bash scripts/setup.sh --with-learner` was done, and say
 # SKIPPED otherwise.
+# llama.cpp compiles (CPU) while the learner downloads (network): in parallel.
 if [ -n "${CI:-}" ] && [ -z "${MAGRPO_CI_NO_LEARNER:-}" ]; then
-  bash scripts/setup.sh --with-browser --with-learner
+  bash scripts/setup.sh --with-browser
+  MAGRPO_QUIET=1 bash scripts/setup.sh --with-llama &
+  llama_setup=$!
+  bash scripts/setup.sh --with-learner
+  wait "$llama_setup" || true
 else
   bash scripts/setup.sh --with-browser
 fi

@@ -78,6 +78,7 @@ export function pypiCandidates(root: string, env: NodeJS.ProcessEnv = process.en
     join(root, '.venv', 'bin', 'python'),
     join(root, 'venv', 'bin', 'python'),
     join(root, '.cache', 'venv-learner', 'bin', 'python'),
+    join(root, '.cache', 'venv-llama', 'bin', 'python'),
     join(homedir(), '.venv', 'bin', 'python'),
     env.VIRTUAL_ENV ? join(env.VIRTUAL_ENV, 'bin', 'python') : undefined,
   ].filter((p): p is string => p !== undefined && p !== '' && existsSync(p));

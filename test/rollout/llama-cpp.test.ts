@@ -14,7 +14,7 @@
  *   which llama.cpp refuses, are answered with a message naming rollout.prompt_format text.
  *
  * Everything that needs llama.cpp is skipped, with the reason printed, when the interpreter
- * (MAGRPO_LEARNER_PYTHON, else .cache/venv-learner/bin/python, else python3) cannot import
+ * (MAGRPO_LLAMA_PYTHON, else .cache/venv-llama or .cache/venv-learner, else python3) cannot import
  * llama_cpp and its server (`pip install 'llama-cpp-python[server]'`). Run with `nice -n 10`.
  */
 import assert from 'node:assert/strict';
@@ -33,8 +33,11 @@ import { type RunReport, trainRun } from '../../src/run/train.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 const MICRO = join(ROOT, 'models', 'micro');
 const CONFIG = join(ROOT, 'configs', 'custom', 'config.yaml');
-const VENV_PY = join(ROOT, '.cache', 'venv-learner', 'bin', 'python');
-const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync(VENV_PY) ? VENV_PY : 'python3');
+/** MAGRPO_LLAMA_PYTHON, else the venvs scripts/setup.sh makes (--with-llama, --with-learner), else python3. */
+const PY =
+  process.env.MAGRPO_LLAMA_PYTHON ??
+  [join(ROOT, '.cache', 'venv-llama', 'bin', 'python'), join(ROOT, '.cache', 'venv-learner', 'bin', 'python')].find((p) => existsSync(p)) ??
+  'python3';
 
 /** Why llama.cpp's server cannot run here (null: it can), and its version. */
 function llamaServer(): { problem: string | null; version: string } {
