@@ -107,16 +107,18 @@ function section(file, r) {
     for (const [id, why] of Object.entries(s.peers_not_run ?? {})) p(`| | ${names[id] ?? id} | could not run this size: ${why} | | | |`);
   }
   p();
+  loraTable(r, names, p);
   for (const [size, s] of Object.entries(r.sizes)) {
     const best = Object.entries(s.peers)
       .filter(([, t]) => Object.keys(t.variants).length > 1)
-      .map(
-        ([id, t]) =>
-          `${names[id]} best with ${t.best_variant.train} (train), ${Object.entries(t.best_variant.sample)
-            .map(([b, v]) => `${v} (b${b})`)
-            .join(', ')}`,
-      );
-    p(`- ${size}: ${s.model}, ${(s.params / 1e6).toFixed(2)}M parameters${best.length ? `; ${best.join('; ')}` : ''}`);
+      .map(([id, t]) => {
+        const lora = t.best_variant.train_lora ? `${t.best_variant.train_lora} (LoRA), ` : '';
+        return `${names[id]} best with ${t.best_variant.train} (train), ${lora}${Object.entries(t.best_variant.sample)
+          .map(([b, v]) => `${v} (b${b})`)
+          .join(', ')}`;
+      });
+    const batch = s.train_batch !== undefined && s.train_batch !== 8 ? `, training on ${s.train_batch} × 128 tokens` : '';
+    p(`- ${size}: ${s.model}, ${(s.params / 1e6).toFixed(2)}M parameters${batch}${best.length ? `; ${best.join('; ')}` : ''}`);
     // Every setting tried, the first being the peer as installed (its defaults).
     for (const [id, t] of Object.entries(s.peers)) {
       if (Object.keys(t.variants).length < 2) continue;
@@ -142,6 +144,35 @@ function section(file, r) {
   return lines.join('\n');
 }
 
+/**
+ * Sizes with LoRA figures (500m): LoRA (rank 16, every linear layer, base frozen) next to full
+ * fine-tuning, and the peak RSS after sampling, after LoRA training and after full fine-tuning.
+ */
+function loraTable(r, names, p) {
+  const sizes = Object.entries(r.sizes).filter(([, s]) => s.magrpo.train_lora_tokens_per_s !== undefined);
+  if (sizes.length === 0) return;
+  p('LoRA and full fine-tuning (tokens/s; LoRA: rank 16 on every linear layer, base frozen, AdamW over the adapters only):');
+  p();
+  p('| size | engine | train (LoRA r16) | train (full) | peak RSS MB: sampling / + LoRA / + full |');
+  p('| --- | --- | ---: | ---: | ---: |');
+  for (const [size, s] of sizes) {
+    const cell = (tps, flops, ours) => {
+      if (tps === undefined) return '-';
+      const share = flops === undefined ? '' : ` (${pct((tps * flops) / (r.sgemm_limit_gflops * 1e9))})`;
+      return `${tps.toFixed(0)}${share}${ours === undefined ? '' : ` **${(ours / tps).toFixed(2)}×**`}`;
+    };
+    const rss = (t) => ['sample', 'lora', 'full'].map((k) => (t.rss_mb?.[k] === undefined ? '-' : t.rss_mb[k].toFixed(0))).join(' / ');
+    const cells = (t, ref) => [
+      cell(t.train_lora_tokens_per_s, s.flops_per_token.train_lora, ref?.train_lora_tokens_per_s),
+      cell(t.train_tokens_per_s, s.flops_per_token.train, ref?.train_tokens_per_s),
+      rss(t),
+    ];
+    p(`| ${size} | magrpo | ${cells(s.magrpo).join(' | ')} |`);
+    for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
+  }
+  p();
+}
+
 const files = existsSync(resultsDir)
   ? readdirSync(resultsDir)
       .filter((f) => f.endsWith('.json'))
@@ -162,6 +193,14 @@ setting matters, their best of the settings tried. llama.cpp samples only: each 
 written as GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each) and run
 through llama-cpp-python's batch API (\`scripts/bench_llama.py\`); GPT-2 (124m) cannot be exported,
 so that size has no llama.cpp figures.
+
+A fourth size is opt-in: \`--sizes 1m,10m,124m,500m\` adds \`500m\`, Qwen2.5-0.5B's shapes (494M
+parameters, q/k/v biases, tied embeddings, random weights), with LoRA training (rank 16 on q, k, v,
+o, gate, up and down; base frozen, AdamW over the adapters only; PyTorch's LoRA is written by hand
+in \`scripts/bench_torch.py\` so both engines do the same arithmetic) next to full fine-tuning, both
+on 4 × 128 tokens (fp32 full fine-tuning with AdamW holds ~8 GB of weights, gradients and moments),
+and the peak RSS after sampling, after LoRA and after full fine-tuning. It needs 10–12 GB of RAM
+per engine and minutes per engine on two cores.
 `;
 const body = files.map((f) => section(f, JSON.parse(readFileSync(join(resultsDir, f), 'utf8'))));
 const text = `${[head, ...(body.length ? body : ['No results yet.\n'])].join('\n')}`.replace(/\n+$/, '\n');

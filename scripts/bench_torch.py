@@ -6,14 +6,18 @@ Run by `magrpo bench` (one fresh process per model size and thread setting, so p
 PyTorch keeps its own defaults (OpenMP wait policy included); the bench only sets torch.set_num_threads
 and, per run, the BLAS thread count in the environment, and keeps the better run.
 Prints one JSON object: params, peak_rss_mb, the settings it ran with, and the wall and CPU seconds
-of each timed repetition: train {wall, cpu}, sample {batch: {wall, cpu}}. magrpo bench turns them
-into tokens/s.
+of each timed repetition: train {wall, cpu}, sample {batch: {wall, cpu}}, with --lora-rank also
+train_lora {wall, cpu}. magrpo bench turns them into tokens/s.
 
-The models follow HF GPT2LMHeadModel / LlamaForCausalLM (eager attention, the formulation torch
-1.13 has: matmul + masked softmax), with a preallocated KV cache for decoding, so both engines do
-the same arithmetic. Training: forward + cross-entropy + backward + AdamW on B x T tokens.
-Sampling: a prompt of P tokens, then N new tokens per sequence (multinomial at temperature 1,
-plus the log-prob of each drawn token, as magrpo's sampler returns it).
+The models follow HF GPT2LMHeadModel / LlamaForCausalLM / Qwen2ForCausalLM (eager attention, the
+formulation torch 1.13 has: matmul + masked softmax), with a preallocated KV cache for decoding, so
+both engines do the same arithmetic. Training: forward + cross-entropy + backward + AdamW on B x T
+tokens. Sampling: a prompt of P tokens, then N new tokens per sequence (multinomial at temperature
+1, plus the log-prob of each drawn token, as magrpo's sampler returns it).
+LoRA (--lora-rank r): every linear layer of every block gets y = W x + b + (alpha/r) B (A x), written
+here by hand as magrpo computes it (no peft): base weights frozen, A and B trained, AdamW over the
+adapters only. Phases run as magrpo's worker runs them: sampling, LoRA training, full fine-tuning;
+rss_mb is the peak RSS after each.
 
 Legend: B batch, T new tokens, S cached + new tokens, C hidden, H heads, KV key/value heads, D head dim.
 """
@@ -90,20 +94,26 @@ class Gpt2(torch.nn.Module):
 
 
 class Llama(torch.nn.Module):
+    """Llama, Qwen2 (q/k/v biases) and Mistral without sliding window."""
+
     def __init__(self, cfg):
         super().__init__()
         c, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
         self.h, self.kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.head_dim = cfg.get("head_dim") or c // self.h
         self.eps, self.layers = cfg["rms_norm_eps"], cfg["num_hidden_layers"]
-        d, lin = self.head_dim, lambda i, o: torch.nn.Linear(i, o, bias=False)
+        qkv_bias = cfg["model_type"] == "qwen2" or bool(cfg.get("attention_bias"))
+        o_bias = cfg["model_type"] == "llama" and bool(cfg.get("attention_bias"))
+        mlp_bias = bool(cfg.get("mlp_bias"))
+        d, lin = self.head_dim, lambda i, o, bias: torch.nn.Linear(i, o, bias=bias)
         self.embed = torch.nn.Parameter(torch.randn(v, c) * 0.02)
         self.blocks = torch.nn.ModuleList()
         for _ in range(self.layers):
             blk = torch.nn.Module()
             blk.n1, blk.n2 = torch.nn.Parameter(torch.ones(c)), torch.nn.Parameter(torch.ones(c))
-            blk.q, blk.k, blk.v = lin(c, self.h * d), lin(c, self.kv_heads * d), lin(c, self.kv_heads * d)
-            blk.o, blk.gate, blk.up, blk.down = lin(self.h * d, c), lin(c, f), lin(c, f), lin(f, c)
+            blk.q, blk.k, blk.v = lin(c, self.h * d, qkv_bias), lin(c, self.kv_heads * d, qkv_bias), lin(c, self.kv_heads * d, qkv_bias)
+            blk.o = lin(self.h * d, c, o_bias)
+            blk.gate, blk.up, blk.down = lin(c, f, mlp_bias), lin(c, f, mlp_bias), lin(f, c, mlp_bias)
             self.blocks.append(blk)
         self.norm = torch.nn.Parameter(torch.ones(c))
         self.head = None if cfg.get("tie_word_embeddings", True) else torch.nn.Parameter(torch.randn(v, c) * 0.02)
@@ -140,6 +150,44 @@ def build(cfg):
     return Gpt2(cfg) if cfg["model_type"] == "gpt2" else Llama(cfg)
 
 
+class LoraLinear(torch.nn.Module):
+    """y = base(x) + (alpha/r) * (x A^T) B^T, base frozen; init as PEFT (and magrpo): A ~ U(+-1/sqrt(in)), B = 0."""
+
+    def __init__(self, base, r, alpha):
+        super().__init__()
+        self.base, self.scale = base, alpha / r
+        bound = 1 / math.sqrt(base.in_features)
+        self.A = torch.nn.Parameter(torch.empty(r, base.in_features).uniform_(-bound, bound))  # [r, in]
+        self.B = torch.nn.Parameter(torch.zeros(base.out_features, r))  # [out, r]
+
+    def forward(self, x):
+        return self.base(x) + F.linear(F.linear(x, self.A), self.B) * self.scale
+
+
+def add_lora(model, r, alpha):
+    """Freezes every parameter and wraps every linear layer of every block; returns the adapters' parameters."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapters = []
+    for blk in model.blocks:
+        for name, child in list(blk.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                wrapped = LoraLinear(child, r, alpha)
+                setattr(blk, name, wrapped)
+                adapters += [wrapped.A, wrapped.B]
+    return adapters
+
+
+def remove_lora(model):
+    """Unwraps the adapters and makes every parameter trainable again (full fine-tuning)."""
+    for blk in model.blocks:
+        for name, child in list(blk.named_children()):
+            if isinstance(child, LoraLinear):
+                setattr(blk, name, child.base)
+    for p in model.parameters():
+        p.requires_grad_(True)
+
+
 def timed(fn, reps, warmup=(1, 1, 0.0)):
     """Wall and CPU (all threads) seconds of each of `reps` calls, after untimed warm-up calls:
     warmup = (min, max, seconds): `min` of them, then more while fewer than `max` ran and less
@@ -158,8 +206,8 @@ def timed(fn, reps, warmup=(1, 1, 0.0)):
     return {"wall": wall, "cpu": cpu}
 
 
-def bench_train(model, vocab, batch, seq, reps, warmup, gen):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+def bench_train(model, params, vocab, batch, seq, reps, warmup, gen):
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
     ids = torch.randint(0, vocab, (batch, seq), generator=gen)
     targets = torch.randint(0, vocab, (batch * seq,), generator=gen)
 
@@ -219,6 +267,8 @@ def main():
     ap.add_argument("--sample-batches", default="8,32")
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--lora-rank", type=int, default=0, help="also time LoRA training at this rank (0: no)")
+    ap.add_argument("--lora-alpha", type=float, default=32)
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -227,17 +277,35 @@ def main():
     cfg = json.loads(args.config)
     model = build(cfg)
     vocab = cfg["vocab_size"]
+    rss_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
+    warmup = warmup_rule(args.train_warmup)
     out = {
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "settings": settings(),
         "params": sum(p.numel() for p in model.parameters()),
-        "train": bench_train(model, vocab, args.train_batch, args.train_seq, args.reps, warmup_rule(args.train_warmup), gen),
+        "train_batch": args.train_batch,
         "sample": {
             b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, gen) for b in args.sample_batches.split(",")
         },
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": {},
     }
+    out["rss_mb"]["sample"] = rss_mb()
+    if args.lora_rank > 0:
+        adapters = add_lora(model, args.lora_rank, args.lora_alpha)
+        out["train_lora"] = bench_train(model, adapters, vocab, args.train_batch, args.train_seq, args.reps, warmup, gen)
+        out["lora"] = {
+            "r": args.lora_rank,
+            "alpha": args.lora_alpha,
+            "modules": len(adapters) // 2,
+            "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        }
+        out["rss_mb"]["lora"] = rss_mb()
+        remove_lora(model)
+        del adapters
+    out["train"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, args.reps, warmup, gen)
+    out["rss_mb"]["full"] = rss_mb()
+    out["peak_rss_mb"] = rss_mb()
     print(json.dumps(out))
 
 

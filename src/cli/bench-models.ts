@@ -1,15 +1,18 @@
 /**
  * The models `magrpo bench` runs, what each costs in FLOPs per token, and the measurement of one
- * size in a worker process (training tokens/s, sampling tokens/s at each batch, peak RSS).
+ * size in a worker process (sampling tokens/s at each batch, training tokens/s with every weight
+ * trained and, where asked, with LoRA adapters only, peak RSS).
  */
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
 import { setBackend } from '../engine/runtime.js';
-import { backward } from '../engine/tensor.js';
+import { backward, type Tensor } from '../engine/tensor.js';
 import { parseModelConfig } from '../model/config.js';
 import { createModel } from '../model/load.js';
+import { applyLora, type LoraConfig } from '../model/lora.js';
 import { generate } from '../model/sample.js';
+import type { CausalLM } from '../model/transformer.js';
 
 export const TRAIN_BATCH = 8;
 export const TRAIN_SEQ = 128;
@@ -22,8 +25,23 @@ export const TRAIN_WARMUP = { min: 2, max: 5, seconds: 5 };
 export const PROMPT_LEN = 16;
 export const NEW_TOKENS = 64;
 
-/** The benchmarked models, as the HF config.json each would have. */
-export const SIZES: Record<string, { label: string; hf: Record<string, unknown> }> = {
+/** LoRA training in the bench: rank 16 on every linear layer of every block (PEFT's "all-linear"). */
+export const LORA_RANK = 16;
+export const LORA_ALPHA = 32;
+
+/** One benchmarked model. */
+export interface SizeSpec {
+  label: string;
+  /** The HF config.json it would have (random weights). */
+  hf: Record<string, unknown>;
+  /** Sequences of TRAIN_SEQ tokens per training step (default TRAIN_BATCH): smaller where memory demands. */
+  trainBatch?: number;
+  /** Also measure LoRA training (rank LORA_RANK on every linear layer), not only full fine-tuning. */
+  lora?: boolean;
+}
+
+/** The benchmarked models; `--sizes` defaults to DEFAULT_SIZES, the others are opt-in. */
+export const SIZES: Record<string, SizeSpec> = {
   '1m': {
     label: 'Llama-style, L4 C128 H4/2kv F352 V2048',
     hf: {
@@ -58,7 +76,33 @@ export const SIZES: Record<string, { label: string; hf: Record<string, unknown> 
     label: 'GPT-2 small, L12 C768 H12 V50257 ctx 1024',
     hf: { model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12, n_positions: 1024, layer_norm_epsilon: 1e-5 },
   },
+  // Qwen/Qwen2.5-0.5B's config.json (model keys only): qwen2 has q/k/v biases, which the engine
+  // implements (test/model/pytorch-parity.test.ts checks tiny-qwen2 against PyTorch).
+  // fp32 full fine-tuning holds weights, gradients and AdamW's two moments, 4 × 494M floats
+  // ≈ 7.9 GB, plus activations: 4 sequences per step instead of 8 (measured peaks: magrpo 9.9 GB, PyTorch 12 GB).
+  '500m': {
+    label: 'Qwen2.5-0.5B shapes, L24 C896 H14/2kv F4864 V151936, q/k/v bias, tied',
+    hf: {
+      model_type: 'qwen2',
+      vocab_size: 151936,
+      hidden_size: 896,
+      intermediate_size: 4864,
+      num_hidden_layers: 24,
+      num_attention_heads: 14,
+      num_key_value_heads: 2,
+      max_position_embeddings: 32768,
+      rms_norm_eps: 1e-6,
+      rope_theta: 1000000,
+      tie_word_embeddings: true,
+      use_sliding_window: false,
+    },
+    trainBatch: 4,
+    lora: true,
+  },
 };
+
+/** What `magrpo bench` measures without --sizes; 500m is opt-in (minutes per engine and 10–12 GB). */
+export const DEFAULT_SIZES = ['1m', '10m', '124m'];
 
 /** Seconds of each timed repetition. */
 export interface Timings {
@@ -69,12 +113,23 @@ export interface Timings {
 /** What one child process prints for one size (ours or torch): scripts/bench_torch.py prints the same. */
 export interface ChildReport {
   params: number;
+  /** Full fine-tuning: every parameter trained. */
   train: Timings;
+  /** Sequences per training step (TRAIN_SEQ tokens each); absent in older reports: TRAIN_BATCH. */
+  train_batch?: number;
+  /** LoRA training (adapters only, base frozen), when measured. */
+  train_lora?: Timings;
+  /** The adapters: rank, alpha, how many projections and trainable parameters. */
+  lora?: { r: number; alpha: number; modules: number; trainable_params: number };
   sample: Record<string, Timings>;
   peak_rss_mb: number;
+  /** Peak RSS so far after each phase, in the order run: sample, then lora, then full. */
+  rss_mb?: Record<string, number>;
   torch_version?: string;
   settings?: Record<string, unknown>;
 }
+
+export type TrainMode = 'full' | 'lora';
 
 /** Shapes that decide the arithmetic of one token. */
 function shapes(hf: Record<string, unknown>) {
@@ -82,14 +137,17 @@ function shapes(hf: Record<string, unknown>) {
   if (hf.model_type === 'gpt2') {
     const C = n('n_embd');
     const F = Number(hf.n_inner ?? 4 * C);
-    return { L: n('n_layer'), C, V: n('vocab_size'), attnWidth: C, perLayer: 4 * C * C + 2 * C * F };
+    // c_attn C→3C, attn c_proj C→C, c_fc C→F, mlp c_proj F→C
+    return { L: n('n_layer'), C, V: n('vocab_size'), attnWidth: C, perLayer: 4 * C * C + 2 * C * F, inPlusOut: 4 * C + 2 * C + 2 * (C + F) };
   }
   const C = n('hidden_size');
   const H = n('num_attention_heads');
   const KV = Number(hf.num_key_value_heads ?? H);
   const D = Number(hf.head_dim ?? C / H);
   const F = n('intermediate_size');
-  return { L: n('num_hidden_layers'), C, V: n('vocab_size'), attnWidth: H * D, perLayer: 2 * C * H * D + 2 * C * KV * D + 3 * C * F };
+  // q, o: C↔H·D; k, v: C→KV·D; gate, up: C→F; down: F→C
+  const inPlusOut = 2 * (C + H * D) + 2 * (C + KV * D) + 3 * (C + F);
+  return { L: n('num_hidden_layers'), C, V: n('vocab_size'), attnWidth: H * D, perLayer: 2 * C * H * D + 2 * C * KV * D + 3 * C * F, inPlusOut };
 }
 
 /**
@@ -102,13 +160,42 @@ export function forwardFlops(hf: Record<string, unknown>, ctx: number): number {
   return 2 * (s.L * s.perLayer + s.V * s.C) + 4 * s.L * s.attnWidth * ctx;
 }
 
-/** FLOPs per token of the benchmarked work: training (forward + backward ≈ 3 forwards) and sampling at batch b. */
-export function flopsPerToken(hf: Record<string, unknown>): { train: number; sample: number } {
-  const train = 3 * forwardFlops(hf, (TRAIN_SEQ + 1) / 2);
+/** The projections LoRA adapts: every linear layer of every block (not the embeddings or the LM head). */
+export function loraTargets(hf: Record<string, unknown>): string[] {
+  return hf.model_type === 'gpt2' ? ['c_attn', 'c_proj', 'c_fc'] : ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+}
+
+/** Adapter parameters of rank r on every linear layer: r · (in + out) per projection. */
+export function loraParams(hf: Record<string, unknown>, r = LORA_RANK): number {
+  const s = shapes(hf);
+  return r * s.L * s.inPlusOut;
+}
+
+/**
+ * FLOPs per token of the benchmarked work:
+ *  - train (full fine-tuning): forward + backward ≈ 3 forwards: the backward pass computes the
+ *    gradients of the activations (2 per weight) and of the weights (2 per weight), and twice the
+ *    attention of the forward pass.
+ *  - train_lora: the frozen weights get no gradient, so with W the weights of the linear layers
+ *    and LM head, A the attention FLOPs of the forward and a the adapter parameters (r·(in + out)
+ *    per projection):  2W + A + 2a  forward, 2W + 2A + 2a  activation gradients (through the
+ *    frozen weights and the adapters), 2a  adapter weight gradients; in all
+ *      train_lora = 4W + 3A + 6a = 2 · forward + A + 6a   (forward = 2W + A, adapters excluded),
+ *    about 2/3 of full fine-tuning (a is ~2% of W for rank 16 on Qwen2.5-0.5B).
+ *  - sample at batch b: every forward of the prompt and of each new token, per new token.
+ * The optimizer step (AdamW, elementwise) is not counted.
+ */
+export function flopsPerToken(hf: Record<string, unknown>): { train: number; train_lora: number; sample: number } {
+  const ctx = (TRAIN_SEQ + 1) / 2;
+  const fwd = forwardFlops(hf, ctx);
+  const s = shapes(hf);
+  const attn = 4 * s.L * s.attnWidth * ctx;
+  const train = 3 * fwd;
+  const trainLora = 2 * fwd + attn + 6 * loraParams(hf);
   // Sampling tokens/s counts new tokens, but the time also covers the prompt pass.
   let total = PROMPT_LEN * forwardFlops(hf, (PROMPT_LEN + 1) / 2);
   for (let i = 1; i <= NEW_TOKENS; i++) total += forwardFlops(hf, PROMPT_LEN + i);
-  return { train, sample: total / NEW_TOKENS };
+  return { train, train_lora: trainLora, sample: total / NEW_TOKENS };
 }
 
 /**
@@ -130,8 +217,46 @@ export function timed(fn: () => void, reps: number, warmup = { min: 1, max: 1, s
   return out;
 }
 
-/** The worker: one model size, measured in this process. */
-export function measureSize(size: string, reps: number): ChildReport {
+/**
+ * One training step of the bench on `batch` × TRAIN_SEQ random tokens: forward, cross-entropy,
+ * backward, AdamW, zeroed gradients. 'lora' freezes the base and attaches fresh adapters (rank
+ * LORA_RANK on every linear layer) that alone are trained; 'full' trains every parameter (and
+ * removes adapters a previous 'lora' call attached). `params` are the tensors AdamW updates.
+ */
+export function trainStep(model: CausalLM, mode: TrainMode, batch: number, rng: Rng): { step: () => void; params: Tensor[] } {
+  const hf = { model_type: model.config.modelType };
+  if (mode === 'lora') {
+    applyLora(model, loraConfigOf(hf), rng);
+  } else {
+    model.lora.clear();
+    for (const p of model.params.values()) p.requiresGrad = true;
+  }
+  const params = model.trainableParams();
+  const opt = new AdamW(params, { lr: 1e-4, weightDecay: 0.01 });
+  const V = model.vocabSize;
+  const randomIds = (n: number) => Int32Array.from({ length: n }, () => Math.floor(rng.next() * V));
+  const ids = randomIds(batch * TRAIN_SEQ);
+  const targets = randomIds(batch * TRAIN_SEQ);
+  const step = () => {
+    backward(crossEntropy(model.forward(ids, batch, TRAIN_SEQ), targets));
+    opt.step();
+    opt.zeroGrad();
+  };
+  return { step, params };
+}
+
+function loraConfigOf(hf: Record<string, unknown>): LoraConfig {
+  return { r: LORA_RANK, alpha: LORA_ALPHA, targetModules: loraTargets(hf) };
+}
+
+const rssMb = () => process.resourceUsage().maxRSS / 1024;
+
+/**
+ * The worker: one model size, measured in this process. Sampling first, then LoRA training (when
+ * the size asks for it or `opts.lora`), then full fine-tuning, so the peak RSS after each phase
+ * tells what sampling, LoRA and full fine-tuning need (RSS peaks only grow).
+ */
+export function measureSize(size: string, reps: number, opts: { lora?: boolean } = {}): ChildReport {
   const spec = SIZES[size];
   if (spec === undefined) throw new Error(`unknown size "${size}"`);
   setBackend('native');
@@ -140,24 +265,24 @@ export function measureSize(size: string, reps: number): ChildReport {
   model.initialize(rng);
   const V = model.vocabSize;
   const randomIds = (n: number) => Int32Array.from({ length: n }, () => Math.floor(rng.next() * V));
-
-  const opt = new AdamW(model.trainableParams(), { lr: 1e-4, weightDecay: 0.01 });
-  const ids = randomIds(TRAIN_BATCH * TRAIN_SEQ);
-  const targets = randomIds(TRAIN_BATCH * TRAIN_SEQ);
-  const train = timed(
-    () => {
-      backward(crossEntropy(model.forward(ids, TRAIN_BATCH, TRAIN_SEQ), targets));
-      opt.step();
-      opt.zeroGrad();
-    },
-    reps,
-    TRAIN_WARMUP,
-  );
+  const rss: Record<string, number> = {};
 
   const sample: Record<string, Timings> = {};
   for (const b of SAMPLE_BATCHES) {
     const prompts = Array.from({ length: b }, () => Array.from(randomIds(PROMPT_LEN)));
     sample[b] = timed(() => generate(model, prompts, { maxNewTokens: NEW_TOKENS, temperature: 1, rng }), reps);
   }
-  return { params: model.numParams(), train, sample, peak_rss_mb: process.resourceUsage().maxRSS / 1024 };
+  rss.sample = rssMb();
+
+  const batch = spec.trainBatch ?? TRAIN_BATCH;
+  const out: Omit<ChildReport, 'train'> = { params: model.numParams(), train_batch: batch, sample, peak_rss_mb: 0, rss_mb: rss };
+  if (spec.lora || opts.lora) {
+    const lora = trainStep(model, 'lora', batch, rng);
+    out.train_lora = timed(lora.step, reps, TRAIN_WARMUP);
+    out.lora = { r: LORA_RANK, alpha: LORA_ALPHA, modules: model.lora.size, trainable_params: lora.params.reduce((n, p) => n + p.size, 0) };
+    rss.lora = rssMb();
+  }
+  const train = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
+  rss.full = rssMb();
+  return { ...out, train, peak_rss_mb: rssMb() };
 }

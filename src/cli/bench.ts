@@ -23,7 +23,10 @@ import { backend } from '../engine/runtime.js';
 import { LlamaBench, llamaEngineText, type SampleOnlyResults, sampleOnlyRows } from './bench-llama.js';
 import {
   type ChildReport,
+  DEFAULT_SIZES,
   flopsPerToken,
+  LORA_ALPHA,
+  LORA_RANK,
   measureSize,
   NEW_TOKENS,
   PROMPT_LEN,
@@ -55,6 +58,7 @@ interface BenchFlags {
   threads: number;
   python: string;
   worker?: string;
+  lora?: boolean;
   rollout?: string | true;
 }
 
@@ -66,11 +70,16 @@ export interface Throughput {
   sample_tokens_per_s: Record<string, number>;
   sample_tokens_per_cpu_s: Record<string, number>;
   peak_rss_mb: number;
+  /** LoRA training (adapters only), where measured. */
+  train_lora_tokens_per_s?: number;
+  train_lora_tokens_per_cpu_s?: number;
+  /** Peak RSS after each phase (sample, lora, full), the largest over the runs. */
+  rss_mb?: Record<string, number>;
 }
 
 /** A peer's best figures over its variants, and which variant gave each. */
 export interface PeerThroughput extends Throughput {
-  best_variant: { train: string; sample: Record<string, string> };
+  best_variant: { train: string; train_lora?: string; sample: Record<string, string> };
   variants: Record<string, Throughput>;
   settings?: Record<string, unknown>;
 }
@@ -79,7 +88,11 @@ export function registerBench(program: Command): void {
   program
     .command('bench')
     .description('Benchmark the engine (matmul, training and sampling throughput, memory), next to PyTorch and llama.cpp when available')
-    .option('--sizes <list>', `model sizes, comma-separated (${Object.keys(SIZES).join(', ')})`, Object.keys(SIZES).join(','))
+    .option(
+      '--sizes <list>',
+      `model sizes, comma-separated (${Object.keys(SIZES).join(', ')}; 500m, Qwen2.5-0.5B-shaped with LoRA and full fine-tuning, is opt-in)`,
+      DEFAULT_SIZES.join(','),
+    )
     .option('--quick', 'one round of one timed repetition (default: 2 rounds of 3)')
     .option('--no-torch', 'run no peer engines (PyTorch, llama.cpp)')
     .option('--threads <n>', 'threads for every engine (default: MAGRPO_NUM_THREADS, else all cores)', intOption(1), defaultThreads())
@@ -91,18 +104,20 @@ export function registerBench(program: Command): void {
       'rollout throughput instead: the in-process sampler against 1 and 2 local `magrpo serve` processes on a model folder (default models/base), G = 8 (bench-rollout.ts)',
     )
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
+    .addOption(new Option('--lora', `internal: also measure LoRA training (rank ${LORA_RANK}, every linear layer) at every size`).hideHelp())
     .addHelpText(
       'after',
       `
 Examples:
   ${CLI} bench --sizes 1m --quick --no-torch       # a minute: this engine alone
   ${CLI} bench --sizes 1m,10m --out bench/results/mine.json   # with PyTorch and llama.cpp when installed
+  ${CLI} bench --sizes 1m,10m,124m,500m --threads 2           # adds Qwen2.5-0.5B shapes: LoRA r16 and full fine-tuning (~12 GB RAM)
   # then: node scripts/bench-report.mjs rebuilds docs/benchmarks.md from bench/results/*.json`,
     )
     .action((flags: BenchFlags) => {
       if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
       if (flags.worker !== undefined) {
-        process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? 1 : 3))}\n`);
+        process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? 1 : 3, { lora: flags.lora }))}\n`);
         return;
       }
       runBench(flags);
@@ -179,12 +194,14 @@ function runBench(flags: BenchFlags): void {
 
   const ours = (size: string) => {
     log(`${size}: magrpo (${threads} thread(s))`);
-    return runChild(process.execPath, [...process.execArgv, process.argv[1], 'bench', '--worker', size, ...(flags.quick ? ['--quick'] : [])], ourEnv);
+    const extra = [...(flags.quick ? ['--quick'] : []), ...(flags.lora ? ['--lora'] : [])];
+    return runChild(process.execPath, [...process.execArgv, process.argv[1], 'bench', '--worker', size, ...extra], ourEnv);
   };
   const peer = (size: string, p: Peer, variant: Peer['variants'][number]) => {
     log(`${size}: ${p.name}, ${variant.label}`);
     const args = [torchScript, '--config', JSON.stringify(SIZES[size].hf), '--threads', String(threads), '--reps', String(reps)];
-    args.push('--train-batch', String(TRAIN_BATCH), '--train-seq', String(TRAIN_SEQ), '--sample-batches', SAMPLE_BATCHES.join(','));
+    args.push('--train-batch', String(SIZES[size].trainBatch ?? TRAIN_BATCH), '--train-seq', String(TRAIN_SEQ), '--sample-batches', SAMPLE_BATCHES.join(','));
+    if (SIZES[size].lora || flags.lora) args.push('--lora-rank', String(LORA_RANK), '--lora-alpha', String(LORA_ALPHA));
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
     args.push('--train-warmup', `${TRAIN_WARMUP.min},${TRAIN_WARMUP.max},${TRAIN_WARMUP.seconds}`);
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
@@ -222,7 +239,13 @@ function runBench(flags: BenchFlags): void {
     sizes: Object.fromEntries(
       Object.entries(results).map(([size, r]) => [
         size,
-        { model: SIZES[size].label, params: r.magrpo.params, flops_per_token: flopsPerToken(SIZES[size].hf), ...r },
+        {
+          model: SIZES[size].label,
+          params: r.magrpo.params,
+          train_batch: SIZES[size].trainBatch ?? TRAIN_BATCH,
+          flops_per_token: flopsPerToken(SIZES[size].hf),
+          ...r,
+        },
       ]),
     ),
   });
@@ -281,7 +304,8 @@ type BenchOutput = {
     {
       model: string;
       params: number;
-      flops_per_token: { train: number; sample: number };
+      train_batch?: number;
+      flops_per_token: { train: number; train_lora?: number; sample: number };
       magrpo: Throughput;
       peers: Record<string, PeerThroughput>;
     } & SampleOnlyResults
@@ -323,7 +347,9 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
     p(`  ${peer.name}: ${peer.python}; torch.set_num_threads(${threads}), otherwise PyTorch's defaults; ${how}${core}`);
   }
   p('');
-  p(`train = tokens/s of forward + backward + AdamW on ${TRAIN_BATCH} × ${TRAIN_SEQ} tokens`);
+  const batches = Object.entries(out.sizes).filter(([, s]) => (s.train_batch ?? TRAIN_BATCH) !== TRAIN_BATCH);
+  const otherBatch = batches.map(([size, s]) => `; ${size}: ${s.train_batch} × ${TRAIN_SEQ}`).join('');
+  p(`train = tokens/s of forward + backward + AdamW on ${TRAIN_BATCH} × ${TRAIN_SEQ} tokens${otherBatch}, every weight trained (full fine-tuning)`);
   p(`sample bN = tokens/s generating ${NEW_TOKENS} tokens for N sequences after a ${PROMPT_LEN}-token prompt (KV cache, temperature 1)`);
   p(`(x%) = FLOPs per token × tokens/s ÷ ${out.sgemm_limit_gflops.toFixed(0)} GFLOP/s (${out.sgemm_limit}): the share of the matmul limit reached`);
   p('peer cells end with magrpo ÷ peer');
@@ -348,21 +374,54 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
     const sampleCell = (tps: number) => lim(tps, s.flops_per_token.sample);
     for (const line of sampleOnlyRows(s, s.magrpo, sampleCell, (c) => row(c, widths))) p(line);
   }
+  printLoraTable(out, names, f0);
   p('');
   for (const [size, s] of Object.entries(out.sizes)) {
     const winners = Object.entries(s.peers)
       .filter(([id]) => (peers.find((x) => x.id === id)?.variants.length ?? 0) > 1)
-      .map(([id, t]) => `${names[id]}: train ${t.best_variant.train}, ${SAMPLE_BATCHES.map((b) => `b${b} ${t.best_variant.sample[b]}`).join(', ')}`);
+      .map(([id, t]) => {
+        const lora = t.best_variant.train_lora ? `, LoRA ${t.best_variant.train_lora}` : '';
+        return `${names[id]}: train ${t.best_variant.train}${lora}, ${SAMPLE_BATCHES.map((b) => `b${b} ${t.best_variant.sample[b]}`).join(', ')}`;
+      });
     p(`${size}: ${s.model}${winners.length ? `; best settings ${winners.join('; ')}` : ''}`);
+  }
+}
+
+/**
+ * The sizes with LoRA figures: LoRA and full fine-tuning side by side, and the peak RSS after
+ * sampling, after LoRA training and after full fine-tuning (measured in that order).
+ */
+function printLoraTable(out: BenchOutput, names: Record<string, string>, f0: (x: number) => string): void {
+  const sizes = Object.entries(out.sizes).filter(([, s]) => s.magrpo.train_lora_tokens_per_s !== undefined);
+  if (sizes.length === 0) return;
+  const p = (s: string) => process.stdout.write(`${s}\n`);
+  p('');
+  p(`train (LoRA r${LORA_RANK}) = tokens/s training only rank-${LORA_RANK} adapters on every linear layer (base frozen, AdamW over adapters)`);
+  const widths = [5, 26, 20, 20, 22];
+  p(row(['size', 'engine', `train (LoRA r${LORA_RANK})`, 'train (full)', 'RSS MB sample/LoRA/full'], widths));
+  for (const [size, s] of sizes) {
+    const lim = (tps: number | undefined, flops: number | undefined, ref: number | undefined) => {
+      if (tps === undefined) return '-';
+      const pct = flops === undefined ? '' : ` (${((100 * tps * flops) / (out.sgemm_limit_gflops * 1e9)).toFixed(0)}%)`;
+      return `${f0(tps)}${pct}${ref === undefined ? '' : ` ${(ref / tps).toFixed(2)}x`}`;
+    };
+    const rss = (t: Throughput) => ['sample', 'lora', 'full'].map((k) => (t.rss_mb?.[k] === undefined ? '-' : f0(t.rss_mb[k]))).join('/');
+    const cells = (t: Throughput, ref?: Throughput) => [
+      lim(t.train_lora_tokens_per_s, s.flops_per_token.train_lora, ref?.train_lora_tokens_per_s),
+      lim(t.train_tokens_per_s, s.flops_per_token.train, ref?.train_tokens_per_s),
+      rss(t),
+    ];
+    p(row([`${size}`, 'magrpo', ...cells(s.magrpo)], widths));
+    for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
   }
 }
 
 /** Tokens/s from the median seconds over every repetition of every round. */
 function throughput(reports: ChildReport[]): Throughput {
   const all = (pick: (r: ChildReport) => Timings, key: keyof Timings) => median(reports.flatMap((r) => pick(r)[key]));
-  const train = TRAIN_BATCH * TRAIN_SEQ;
+  const train = (reports[0].train_batch ?? TRAIN_BATCH) * TRAIN_SEQ;
   const perBatch = (key: keyof Timings) => Object.fromEntries(SAMPLE_BATCHES.map((b) => [b, (b * NEW_TOKENS) / all((r) => r.sample[b], key)]));
-  return {
+  const out: Throughput = {
     params: reports[0].params,
     train_tokens_per_s: train / all((r) => r.train, 'wall'),
     train_tokens_per_cpu_s: train / all((r) => r.train, 'cpu'),
@@ -370,6 +429,16 @@ function throughput(reports: ChildReport[]): Throughput {
     sample_tokens_per_cpu_s: perBatch('cpu'),
     peak_rss_mb: Math.max(...reports.map((r) => r.peak_rss_mb)),
   };
+  const lora = reports.flatMap((r) => (r.train_lora ? [r.train_lora] : []));
+  if (lora.length > 0) {
+    out.train_lora_tokens_per_s = train / median(lora.flatMap((t) => t.wall));
+    out.train_lora_tokens_per_cpu_s = train / median(lora.flatMap((t) => t.cpu));
+  }
+  if (reports.some((r) => r.rss_mb)) {
+    const phases = [...new Set(reports.flatMap((r) => Object.keys(r.rss_mb ?? {})))];
+    out.rss_mb = Object.fromEntries(phases.map((k) => [k, Math.max(...reports.map((r) => r.rss_mb?.[k] ?? 0))]));
+  }
+  return out;
 }
 
 /** Per figure, the best variant's value (a peer gets its best setting for each). */
@@ -386,6 +455,17 @@ function bestOf(variants: Record<string, Throughput>): PeerThroughput {
     best_variant: { train: trainLabel, sample },
     variants,
   };
+  if (entries.some(([, t]) => t.train_lora_tokens_per_s !== undefined)) {
+    const [label, t] = pick((x) => x.train_lora_tokens_per_s ?? 0);
+    out.best_variant.train_lora = label;
+    out.train_lora_tokens_per_s = t.train_lora_tokens_per_s;
+    out.train_lora_tokens_per_cpu_s = t.train_lora_tokens_per_cpu_s;
+  }
+  // Like peak_rss_mb, the least memory any variant needed.
+  if (entries.some(([, t]) => t.rss_mb)) {
+    const phases = [...new Set(entries.flatMap(([, t]) => Object.keys(t.rss_mb ?? {})))];
+    out.rss_mb = Object.fromEntries(phases.map((k) => [k, Math.min(...entries.map(([, t]) => t.rss_mb?.[k] ?? Number.POSITIVE_INFINITY))]));
+  }
   for (const b of SAMPLE_BATCHES) {
     const [label, t] = pick((x) => x.sample_tokens_per_s[b]);
     sample[b] = label;

@@ -1,6 +1,7 @@
 /**
  * `magrpo bench`: the JSON report of one small size (no timing assertions: only that every figure
- * is there), the peers it looks for, and the FLOPs per token the physical limits use.
+ * is there), the peers it looks for, the FLOPs per token the physical limits use, the opt-in 500m
+ * size (checked from its config, never run here: minutes and ~10 GB) and the LoRA training path.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,8 +10,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { flopsPerToken, forwardFlops, SIZES } from '../../src/cli/bench-models.js';
+import {
+  type ChildReport,
+  DEFAULT_SIZES,
+  flopsPerToken,
+  forwardFlops,
+  LORA_RANK,
+  loraParams,
+  SIZES,
+  TRAIN_SEQ,
+  trainStep,
+} from '../../src/cli/bench-models.js';
 import { findPeers, pypiCandidates } from '../../src/cli/bench-peers.js';
+import { Rng } from '../../src/engine/rng.js';
+import { parseModelConfig } from '../../src/model/config.js';
+import { createModel, paramSpecsOf } from '../../src/model/load.js';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,7 +65,77 @@ describe('magrpo bench', () => {
   it('rejects an unknown size, naming the known ones', () => {
     const r = bench('--sizes', '3m', '--no-torch');
     assert.notEqual(r.status, 0);
-    assert.match(r.stderr, /unknown size "3m".*1m, 10m, 124m/);
+    assert.match(r.stderr, /unknown size "3m".*1m, 10m, 124m, 500m/);
+  });
+
+  it('--lora: the worker also times LoRA training, adapters only, after sampling and before full fine-tuning', () => {
+    const r = bench('--worker', '1m', '--quick', '--lora');
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as ChildReport;
+    assert.equal(out.train_batch, 8);
+    assert.equal(out.train.wall.length, 1);
+    assert.equal(out.train_lora?.wall.length, 1);
+    // 4 layers × 7 projections, rank 16 × (in + out) each.
+    assert.deepEqual(out.lora, { r: 16, alpha: 32, modules: 28, trainable_params: loraParams(SIZES['1m'].hf) });
+    assert.equal(loraParams(SIZES['1m'].hf), 4 * 16 * (2 * (128 + 128) + 2 * (128 + 64) + 3 * (128 + 352)));
+    assert.deepEqual(Object.keys(out.rss_mb ?? {}), ['sample', 'lora', 'full']);
+    // Without --lora, a size that does not ask for it trains fully only.
+    const plain = JSON.parse(bench('--worker', '1m', '--quick').stdout.trim().split('\n').at(-1) ?? '') as ChildReport;
+    assert.equal(plain.train_lora, undefined);
+  });
+});
+
+describe('bench LoRA training step', () => {
+  it('trains only the adapters (base weights bit-identical), then full fine-tuning trains every parameter', () => {
+    const model = createModel(parseModelConfig(SIZES['1m'].hf));
+    const rng = new Rng(0);
+    model.initialize(rng);
+    const before = new Map([...model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+
+    const lora = trainStep(model, 'lora', 2, rng);
+    assert.equal(model.lora.size, 28, 'every linear layer of the 4 blocks');
+    const adapters = [...model.lora.values()].flatMap((a) => [a.A, a.B]);
+    assert.deepEqual(new Set(lora.params), new Set(adapters), 'AdamW gets the adapters and nothing else');
+    assert.equal(
+      lora.params.reduce((n, p) => n + p.size, 0),
+      loraParams(SIZES['1m'].hf),
+    );
+    const a0 = adapters.map((p) => Float32Array.from(p.data));
+    lora.step();
+    lora.step(); // B starts at 0, so A first moves in the second step
+    for (const [k, p] of model.params) assert.deepEqual(p.data, before.get(k), `${k} is frozen`);
+    for (const [i, p] of adapters.entries()) assert.notDeepEqual(p.data, a0[i], `${p.name} is trained`);
+
+    const full = trainStep(model, 'full', 2, rng);
+    assert.equal(model.lora.size, 0, 'adapters removed');
+    assert.equal(full.params.length, model.params.size);
+    full.step();
+    for (const [k, p] of model.params) assert.notDeepEqual(p.data, before.get(k), `${k} is trained`);
+  });
+});
+
+describe('500m size', () => {
+  const hf = SIZES['500m'].hf;
+  it('is Qwen2.5-0.5B-shaped: 494,032,768 parameters counted from the config (nothing allocated), opt-in', () => {
+    const cfg = parseModelConfig(hf);
+    assert.equal(cfg.modelType, 'qwen2');
+    assert.ok(cfg.arch === 'llama' && cfg.attentionBias && !cfg.oProjBias && cfg.tieWordEmbeddings && cfg.ropeTheta === 1e6);
+    const params = paramSpecsOf(cfg).reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+    // Qwen/Qwen2.5-0.5B: embeddings 151936 × 896 (tied) + 24 layers × 14,912,384 + final norm 896.
+    assert.equal(params, 151936 * 896 + 24 * 14_912_384 + 896);
+    assert.equal(params, 494_032_768);
+    // PEFT's count for r = 16 on all linear layers of Qwen2.5-0.5B.
+    assert.equal(loraParams(hf, LORA_RANK), 8_798_208);
+    assert.ok(SIZES['500m'].lora && (SIZES['500m'].trainBatch ?? 0) * TRAIN_SEQ === 512);
+    assert.deepEqual(DEFAULT_SIZES, ['1m', '10m', '124m']);
+  });
+
+  it('LoRA training FLOPs: 2 forwards + the attention again + 6 per adapter parameter, about 2/3 of full', () => {
+    const f = flopsPerToken(hf);
+    const ctx = (TRAIN_SEQ + 1) / 2;
+    const attn = forwardFlops(hf, ctx) - forwardFlops(hf, 0);
+    assert.equal(f.train_lora, 2 * forwardFlops(hf, ctx) + attn + 6 * 8_798_208);
+    assert.ok(f.train_lora / f.train > 0.66 && f.train_lora / f.train < 0.7, String(f.train_lora / f.train));
   });
 });
 
