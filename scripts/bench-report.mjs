@@ -45,7 +45,9 @@ function section(file, r) {
   p(`- **Command**: \`${r.command}\` (${r.threads} threads, ${r.rounds} rounds × ${r.reps} runs, medians); file \`bench/results/${file}\``);
   p();
   if (d.fmaPeak) p(`Per-core FP32 peak, measured: **${f0(d.fmaPeak.gflops)} GFLOP/s** (FMA-throughput loop in ${d.fmaPeak.isa} vectors, one thread).`);
-  p(`Per-core sgemm ceiling, measured: **${f0(d.peakPerCore.gflops)} GFLOP/s** (${d.peakPerCore.core}: ${d.peakPerCore.method})${d.fmaPeak ? `, ${pct(d.peakPerCore.gflops / d.fmaPeak.gflops)} of the FMA peak` : ''}.`);
+  p(
+    `Per-core sgemm ceiling, measured: **${f0(d.peakPerCore.gflops)} GFLOP/s** (${d.peakPerCore.core}: ${d.peakPerCore.method})${d.fmaPeak ? `, ${pct(d.peakPerCore.gflops / d.fmaPeak.gflops)} of the FMA peak` : ''}.`,
+  );
   if (d.fractionOfBest !== null) p(`Out of the box, sgemm runs at **${pct(d.fractionOfBest)}** of the best supported core.`);
   p();
   p(`| sgemm M×K×N | GFLOP/s 1 thread | % ceiling | GFLOP/s ${r.threads} threads | % ceiling |`);
