@@ -106,34 +106,79 @@ static uint16_t *bbuffer(int slot, size_t n) {
 
 static inline float at(const float *X, int64_t ld, bool trans, int64_t r, int64_t c) { return trans ? X[c * ld + r] : X[r * ld + c]; }
 
-/* Rows [r0, r0 + mr) × inner [k0, k0 + kc) of op(A), kc2 = ceil(kc / 2) pairs per panel. */
+/* Two bf16 values as one 32-bit word, the first in the low half (branch-free: vectorises). */
+static inline uint32_t bf16_pair(float lo, float hi) {
+  uint32_t a, b;
+  memcpy(&a, &lo, sizeof a);
+  memcpy(&b, &hi, sizeof b);
+  uint32_t ra = (a & 0x7fffffffu) > 0x7f800000u ? (a >> 16) | 0x40u : (a + 0x7fffu + ((a >> 16) & 1u)) >> 16;
+  uint32_t rb = (b & 0x7fffffffu) > 0x7f800000u ? (b >> 16) | 0x40u : (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+  return (ra & 0xffffu) | (rb << 16);
+}
+
+/* Rows [r0, r0 + mr) × inner [k0, k0 + kc) of op(A), kc2 = ceil(kc / 2) pairs per panel:
+ * dst32[kk·MR + i] = (A[i][2kk], A[i][2kk+1]). Whole panels with an even kc take the fast loops. */
 static void pack_a(const GemmCall *g, int64_t r0, int64_t mr, int64_t k0, int64_t kc, uint16_t *dst) {
   int64_t kc2 = (kc + 1) / 2;
   for (int64_t p = 0; p < mr; p += MR, dst += kc2 * MR * 2) {
     int64_t rows = mr - p < MR ? mr - p : MR;
-    for (int64_t kk = 0; kk < kc2; kk++)
-      for (int64_t i = 0; i < MR; i++)
-        for (int64_t h = 0; h < 2; h++) {
-          int64_t k = 2 * kk + h;
-          float x = (i < rows && k < kc) ? at(g->A, g->lda, g->tA, r0 + p + i, k0 + k) : 0.0f;
-          dst[(kk * MR + i) * 2 + h] = bf16_from_f32(x);
+    uint32_t *d32 = (uint32_t *)dst;
+    if (rows == MR && kc % 2 == 0) {
+      if (!g->tA) {
+        for (int64_t i = 0; i < MR; i++) {
+          const float *src = g->A + (r0 + p + i) * g->lda + k0;
+          for (int64_t kk = 0; kk < kc2; kk++) d32[kk * MR + i] = bf16_pair(src[2 * kk], src[2 * kk + 1]);
         }
+      } else {
+        for (int64_t kk = 0; kk < kc2; kk++) {
+          const float *s0 = g->A + (k0 + 2 * kk) * g->lda + r0 + p, *s1 = s0 + g->lda;
+          for (int64_t i = 0; i < MR; i++) d32[kk * MR + i] = bf16_pair(s0[i], s1[i]);
+        }
+      }
+      continue;
+    }
+    for (int64_t kk = 0; kk < kc2; kk++)
+      for (int64_t i = 0; i < MR; i++) {
+        float x0 = 0.0f, x1 = 0.0f;
+        if (i < rows) {
+          x0 = at(g->A, g->lda, g->tA, r0 + p + i, k0 + 2 * kk);
+          if (2 * kk + 1 < kc) x1 = at(g->A, g->lda, g->tA, r0 + p + i, k0 + 2 * kk + 1);
+        }
+        d32[kk * MR + i] = bf16_pair(x0, x1);
+      }
   }
 }
 
-/* Panels [q0, q1) of NR columns of the block at column c0 (nc wide) × inner [k0, k0 + kc). */
+/* Panels [q0, q1) of NR columns of the block at column c0 (nc wide) × inner [k0, k0 + kc):
+ * dst32[(q·kc2 + kk)·NR + j] = (B[2kk][j], B[2kk+1][j]). */
 static void pack_b(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_t kc, int64_t q0, int64_t q1, uint16_t *dst) {
   int64_t kc2 = (kc + 1) / 2;
   for (int64_t q = q0; q < q1; q++) {
-    uint16_t *d = dst + q * kc2 * NR * 2;
+    uint32_t *d32 = (uint32_t *)(dst + q * kc2 * NR * 2);
     int64_t j0 = q * NR, cols = nc - j0 < NR ? nc - j0 : NR;
-    for (int64_t kk = 0; kk < kc2; kk++)
-      for (int64_t j = 0; j < NR; j++)
-        for (int64_t h = 0; h < 2; h++) {
-          int64_t k = 2 * kk + h;
-          float x = (j < cols && k < kc) ? at(g->B, g->ldb, g->tB, k0 + k, c0 + j0 + j) : 0.0f;
-          d[(kk * NR + j) * 2 + h] = bf16_from_f32(x);
+    if (cols == NR && kc % 2 == 0) {
+      if (g->tB) {
+        for (int64_t j = 0; j < NR; j++) {
+          const float *src = g->B + (c0 + j0 + j) * g->ldb + k0;
+          for (int64_t kk = 0; kk < kc2; kk++) d32[kk * NR + j] = bf16_pair(src[2 * kk], src[2 * kk + 1]);
         }
+      } else {
+        for (int64_t kk = 0; kk < kc2; kk++) {
+          const float *s0 = g->B + (k0 + 2 * kk) * g->ldb + c0 + j0, *s1 = s0 + g->ldb;
+          for (int64_t j = 0; j < NR; j++) d32[kk * NR + j] = bf16_pair(s0[j], s1[j]);
+        }
+      }
+      continue;
+    }
+    for (int64_t kk = 0; kk < kc2; kk++)
+      for (int64_t j = 0; j < NR; j++) {
+        float x0 = 0.0f, x1 = 0.0f;
+        if (j < cols) {
+          x0 = at(g->B, g->ldb, g->tB, k0 + 2 * kk, c0 + j0 + j);
+          if (2 * kk + 1 < kc) x1 = at(g->B, g->ldb, g->tB, k0 + 2 * kk + 1, c0 + j0 + j);
+        }
+        d32[kk * NR + j] = bf16_pair(x0, x1);
+      }
   }
 }
 

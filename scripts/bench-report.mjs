@@ -100,6 +100,11 @@ function section(file, r) {
       t.peak_rss_mb.toFixed(0),
     ];
     p(`| ${size} | magrpo | ${cells(s.magrpo).join(' | ')} |`);
+    const bf16 = s.magrpo.train_bf16_tokens_per_s;
+    if (bf16 !== undefined) {
+      const share = (bf16 * s.flops_per_token.train) / (r.sgemm_limit_gflops * 1e9);
+      p(`| | magrpo, \`precision: bf16\` | ${bf16.toFixed(0)} (${pct(share)}) ${(bf16 / s.magrpo.train_tokens_per_s).toFixed(2)}× fp32 | — | — | |`);
+    }
     for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
     // Sample-only peers (llama.cpp): a row per weight type, no training.
     for (const t of Object.values(s.sample_peers ?? {})) {

@@ -3,10 +3,12 @@
  * size in a worker process (sampling tokens/s at each batch, training tokens/s with every weight
  * trained and, where asked, with LoRA adapters only, peak RSS).
  */
+
+import { nativePrecision } from '../engine/backends/native.js';
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
-import { setBackend } from '../engine/runtime.js';
+import { setBackend, setPrecision } from '../engine/runtime.js';
 import { backward, type Tensor } from '../engine/tensor.js';
 import { parseModelConfig } from '../model/config.js';
 import { createModel } from '../model/load.js';
@@ -119,6 +121,8 @@ export interface ChildReport {
   train_batch?: number;
   /** LoRA training (adapters only, base frozen), when measured. */
   train_lora?: Timings;
+  /** Full training with precision: bf16 (magrpo only, where the CPU has AVX-512 BF16). */
+  train_bf16?: Timings;
   /** The adapters: rank, alpha, how many projections and trainable parameters. */
   lora?: { r: number; alpha: number; modules: number; trainable_params: number };
   sample: Record<string, Timings>;
@@ -284,5 +288,14 @@ export function measureSize(size: string, reps: number, opts: { lora?: boolean }
   }
   const train = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
   rss.full = rssMb();
+  // precision: bf16 (docs/precision.md), where the CPU runs bf16 products natively.
+  if (nativePrecision().cpu) {
+    setPrecision('bf16');
+    try {
+      out.train_bf16 = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
+    } finally {
+      setPrecision('fp32');
+    }
+  }
   return { ...out, train, peak_rss_mb: rssMb() };
 }

@@ -73,6 +73,8 @@ export interface Throughput {
   /** LoRA training (adapters only), where measured. */
   train_lora_tokens_per_s?: number;
   train_lora_tokens_per_cpu_s?: number;
+  /** Full training with precision: bf16 (magrpo, where measured). */
+  train_bf16_tokens_per_s?: number;
   /** Peak RSS after each phase (sample, lora, full), the largest over the runs. */
   rss_mb?: Record<string, number>;
 }
@@ -370,6 +372,14 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
       f0(t.peak_rss_mb),
     ];
     p(row([size, 'magrpo', ...cells(s.magrpo)], widths));
+    const bf16 = s.magrpo.train_bf16_tokens_per_s;
+    if (bf16 !== undefined)
+      p(
+        row(
+          ['', 'magrpo, precision bf16', `${lim(bf16, s.flops_per_token.train)} ${(bf16 / s.magrpo.train_tokens_per_s).toFixed(2)}x fp32`, '—', '—', ''],
+          widths,
+        ),
+      );
     for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
     const sampleCell = (tps: number) => lim(tps, s.flops_per_token.sample);
     for (const line of sampleOnlyRows(s, s.magrpo, sampleCell, (c) => row(c, widths))) p(line);
@@ -429,6 +439,8 @@ function throughput(reports: ChildReport[]): Throughput {
     sample_tokens_per_cpu_s: perBatch('cpu'),
     peak_rss_mb: Math.max(...reports.map((r) => r.peak_rss_mb)),
   };
+  const bf16 = reports.flatMap((r) => (r.train_bf16 ? [r.train_bf16] : []));
+  if (bf16.length > 0) out.train_bf16_tokens_per_s = train / median(bf16.flatMap((t) => t.wall));
   const lora = reports.flatMap((r) => (r.train_lora ? [r.train_lora] : []));
   if (lora.length > 0) {
     out.train_lora_tokens_per_s = train / median(lora.flatMap((t) => t.wall));
