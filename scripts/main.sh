@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: set up on first run, then the demo (two agents from the shipped small model learn
+# The main job: set up on first run, then the demo (two agents from the shipped base model learn
 # the writing task with MAGRPO and are compared with the untrained pair and the baselines).
 set -euo pipefail
 cd "$(dirname "$0")/.."

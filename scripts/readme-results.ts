@@ -43,6 +43,10 @@ export const SECTIONS: Record<string, { dir: string; columns: [string, string][]
     dir: 'results/demo-tldr',
     columns: WRITING_COLUMNS,
   },
+  'demo-tldr-small': {
+    dir: 'results/demo-tldr-small',
+    columns: WRITING_COLUMNS,
+  },
   'demo-tldr-unguarded': {
     dir: 'results/demo-tldr-unguarded',
     columns: WRITING_COLUMNS,

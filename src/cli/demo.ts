@@ -1,5 +1,5 @@
 /**
- * `magrpo demo`: two agents built from the shipped small model learn to cooperate on the writing
+ * `magrpo demo`: two agents built from the shipped base model learn to cooperate on the writing
  * task (tldr: a concise and a detailed summary whose lengths, vocabulary and style must fit each
  * other). run/demo.ts does the work; this prints the paper's table, verbatim samples, and points
  * to the dashboard. The same command runs the coding task with `--env coop-python` (longer).
@@ -14,8 +14,8 @@ import { CLI, intOption, precisionOption } from './options.js';
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('Train two agents from the shipped small model to cooperate, and compare them with the untrained pair and the baselines')
-    .option('--env <name>', 'tldr (about 15 minutes on 2 cores) or coop-python (longer)', 'tldr')
+    .description('Train two agents from the shipped base model to cooperate, and compare them with the untrained pair and the baselines')
+    .option('--env <name>', 'tldr (about 5-10 minutes on 2 cores) or coop-python (longer)', 'tldr')
     .option('-s, --seed <n>', 'random seed of sampling, training and evaluation', intOption(0), 1)
     .option('--items <n>', 'training items (default: the demo config)', intOption(1))
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')
