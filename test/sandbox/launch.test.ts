@@ -132,7 +132,13 @@ for (const network of ['namespace', 'socket-patch'] satisfies NetworkMode[]) {
       assert.match(result.stdout, expected);
     });
 
-    test('the namespace has no interface but loopback', { skip: !available || network !== 'namespace' }, async () => {
+    test('the namespace has no interface but loopback', {
+      skip: !available
+        ? 'this isolation level is unavailable here'
+        : network !== 'namespace'
+          ? `network mode ${network}: no namespace of its own to list`
+          : false,
+    }, async () => {
       const result = await isolated.run('import socket\nprint([name for _, name in socket.if_nameindex()])');
       assert.equal(result.stdout.trim(), "['lo']");
     });
