@@ -29,6 +29,7 @@ import { LanguageModel } from '../../src/model/pretrained.js';
 import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { OpenAISampler } from '../../src/rollout/openai.js';
 import { type RunReport, trainRun } from '../../src/run/train.js';
+import { SMALL_RUN, SMALL_RUN_ITEMS, SMALL_RUN_LORA } from '../helpers/small-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MICRO = join(ROOT, 'models', 'micro');
@@ -132,20 +133,9 @@ async function complete(body: Record<string, unknown>): Promise<LlamaChoice> {
   return (JSON.parse(text) as { choices: LlamaChoice[] }).choices[0];
 }
 
-/** A small run of configs/custom (2 agents, 4 items, 2 completions of ≤ 6 tokens, an update per item). */
-const SMALL = [
-  'env.train_size=4',
-  'env.eval_size=1',
-  'trainer.num_generations=2',
-  'trainer.num_train_epochs=1',
-  'trainer.max_new_tokens=6',
-  'trainer.rollout_buffer_size=1',
-  'trainer.eval_interval=0',
-  'trainer.save_steps=0',
-  'eval.at_end=false',
-];
-const ITEMS = 4;
-const LORA = 'trainer.lora={r: 2, alpha: 4, target_modules: [q_proj, v_proj]}';
+const SMALL = SMALL_RUN;
+const ITEMS = SMALL_RUN_ITEMS;
+const LORA = SMALL_RUN_LORA;
 
 /** trainer.rollout for the llama.cpp server: text prompts, its sampling defaults off, quick retries. */
 function rollout(fields: Record<string, unknown>): string {

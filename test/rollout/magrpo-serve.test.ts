@@ -21,6 +21,7 @@ import { resolveConfig } from '../../src/rl/config.js';
 import { createSampler, LocalSampler, rolloutSpec, type SampledPrompt, type SamplingParams } from '../../src/rl/sampler.js';
 import { OpenAISampler, requestSeeds } from '../../src/rollout/openai.js';
 import { type RunReport, trainRun } from '../../src/run/train.js';
+import { SMALL_RUN, SMALL_RUN_ITEMS, SMALL_RUN_LORA } from '../helpers/small-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MICRO = join(ROOT, 'models', 'micro');
@@ -74,20 +75,9 @@ async function clearAdapters(): Promise<void> {
 }
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-/** A small run of configs/custom: 4 items, 2 completions of ≤ 6 tokens, an update (and adapter) per item. */
-const SMALL = [
-  'env.train_size=4',
-  'env.eval_size=1',
-  'trainer.num_generations=2',
-  'trainer.num_train_epochs=1',
-  'trainer.max_new_tokens=6',
-  'trainer.rollout_buffer_size=1',
-  'trainer.eval_interval=0',
-  'trainer.save_steps=0',
-  'trainer.lora={r: 2, alpha: 4, target_modules: [q_proj, v_proj]}',
-  'eval.at_end=false',
-];
-const ITEMS = 4;
+/** configs/custom, small, with an update (and adapter) per item. */
+const SMALL = [...SMALL_RUN, SMALL_RUN_LORA];
+const ITEMS = SMALL_RUN_ITEMS;
 
 /** Trains configs/custom into <tmp>/<name>; returns the report, metrics rows, samples and stderr (where the pool logs). */
 async function train(
