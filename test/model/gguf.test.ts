@@ -1,7 +1,7 @@
 /**
  * GGUF export: the file is parsed back by a reader written here from the format description
- * (not the writer's code), and, when a Python with the `gguf` package is around (.cache/gguf-venv,
- * `pip install gguf`), by llama.cpp's own gguf-py reader too.
+ * (not the writer's code), and, when a Python with the `gguf` package is around (.cache/venv-llama
+ * from `scripts/setup.sh --with-llama`, or .cache/gguf-venv), by llama.cpp's own gguf-py reader too.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -214,9 +214,12 @@ describe('GGUF export', () => {
     for (let i = 0; i < got.length; i++) assert.ok(Math.abs(got[i] - want[i]) < 1e-6);
   });
 
-  const py = join(ROOT, '.cache', 'gguf-venv', 'bin', 'python');
+  // gguf-py comes with scripts/setup.sh --with-llama (CI), or any venv with `pip install gguf`.
+  const py = ['venv-llama', 'gguf-venv']
+    .map((v) => join(ROOT, '.cache', v, 'bin', 'python'))
+    .find((p) => existsSync(p) && spawnSync(p, ['-c', 'import gguf'], { stdio: 'ignore' }).status === 0);
   it("llama.cpp's gguf-py reads the same file", {
-    skip: existsSync(py) ? false : 'no .cache/gguf-venv (python -m venv .cache/gguf-venv && .cache/gguf-venv/bin/pip install gguf)',
+    skip: py ? false : 'no Python with the gguf package (bash scripts/setup.sh --with-llama, or pip install gguf in .cache/gguf-venv)',
   }, () => {
     const script = `
 import sys, json
@@ -228,7 +231,7 @@ def n(k): return f[k].parts[f[k].data[0]].tolist()[0]
 t = {x.name: (list(map(int, x.shape)), int(x.tensor_type), float(x.data.flatten()[5])) for x in r.tensors}
 print(json.dumps({"arch": s("general.architecture"), "blocks": n("llama.block_count"), "ntok": len(f["tokenizer.ggml.tokens"].data), "tensors": t}))
 `;
-    const r = spawnSync(py, ['-c', script, file], { encoding: 'utf8' });
+    const r = spawnSync(py as string, ['-c', script, file], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout);
     assert.equal(out.arch, 'llama');
