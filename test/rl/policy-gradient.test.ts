@@ -10,6 +10,7 @@ import { setBackend, setDType } from '../../src/engine/runtime.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import type { CausalLM } from '../../src/model/transformer.js';
 import { type AgentSpec, type LossSample, PolicyAgent } from '../../src/rl/agent.js';
+import { agentSpec } from '../helpers/agent-spec.js';
 import { prng } from '../helpers/gradcheck.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -37,28 +38,6 @@ const sample: LossSample = {
   oldLogprobs: [[], [], []],
 };
 
-function spec(dir: string, over: Partial<AgentSpec> = {}): AgentSpec {
-  return {
-    index: 0,
-    modelDir: dir,
-    seed: 1,
-    lr: 0,
-    weightDecay: 0,
-    betas: [0.9, 0.999],
-    eps: 1e-8,
-    maxGradNorm: null,
-    lrScheduler: 'constant',
-    warmupSteps: 0,
-    totalSteps: 1,
-    lora: null,
-    lossAggregation: 'sequence_sum',
-    maxNewTokens: 4,
-    ppoClipEps: null,
-    referenceKl: null,
-    ...over,
-  };
-}
-
 describe('policy-gradient update (float64, reference backend)', () => {
   let dir = '';
   before(() => {
@@ -72,7 +51,7 @@ describe('policy-gradient update (float64, reference backend)', () => {
   });
 
   function check(over: Partial<AgentSpec>, weightOf: (g: number) => number) {
-    const agent = new PolicyAgent(spec(dir, over));
+    const agent = new PolicyAgent(agentSpec(dir, over));
     const model = agent.lm.model;
     const s = { ...sample, oldLogprobs: sample.completions.map((c) => noGrad(() => perToken(model, sample.promptIds, c))) };
     agent.update([[s]]);
@@ -106,7 +85,7 @@ describe('policy-gradient update (float64, reference backend)', () => {
   it('a KL loss term against an identical reference adds no gradient', () => check({ referenceKl: { mode: 'loss', coef: 0.3 } }, () => 1));
 
   it("the reported loss is the mean of a minibatch's sample losses, the quantity differentiated", async () => {
-    const agent = new PolicyAgent(spec(dir));
+    const agent = new PolicyAgent(agentSpec(dir));
     const model = agent.lm.model;
     const other: LossSample = { promptIds: [2, 1], completions: [[7], [8, 0]], advantages: [-0.4, 0.9], oldLogprobs: [[], []] };
     const lossOf = (s: LossSample) => -s.completions.reduce((acc, c, g) => acc + s.advantages[g] * seqLogprob(model, s.promptIds, c), 0) / s.completions.length;

@@ -13,11 +13,12 @@ import { Rng } from '../../src/engine/rng.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import { completionLogprobs } from '../../src/model/logprobs.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
-import type { AgentSpec, LossSample } from '../../src/rl/agent.js';
+import type { LossSample } from '../../src/rl/agent.js';
 import { LocalAgent } from '../../src/rl/agent-pool.js';
 import { ConfigError, RolloutSchema, resolveConfig } from '../../src/rl/config.js';
 import { TisStats, tisWeights } from '../../src/rl/off-policy.js';
 import { LocalSampler } from '../../src/rl/sampler.js';
+import { agentSpec } from '../helpers/agent-spec.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 import { FakeServer, vllmCompletion } from '../rollout/fake-server.js';
 
@@ -117,25 +118,12 @@ describe('agent with the openai backend', () => {
       };
     }).start();
     servers.push(s);
-    const spec: AgentSpec = {
+    const spec = agentSpec(dir, {
       index: 1,
-      modelDir: dir,
-      seed: 1,
       lr: 1e-2,
-      weightDecay: 0,
-      betas: [0.9, 0.999],
-      eps: 1e-8,
-      maxGradNorm: null,
-      lrScheduler: 'constant',
-      warmupSteps: 0,
-      totalSteps: 1,
       lora: { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj'] },
-      lossAggregation: 'sequence_sum',
-      maxNewTokens: 4,
-      ppoClipEps: null,
-      referenceKl: null,
       rollout: { ...RolloutSchema.parse({ backend: 'openai', servers: [s.url], backoff_s: 0.01 }), adapterDir: adapters },
-    };
+    });
     const agent = new LocalAgent(spec);
     const [g] = await agent.sample([{ prompt: 'go', n: 2 }], params);
     const load0 = s.seen[0];

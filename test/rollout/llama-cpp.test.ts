@@ -19,7 +19,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import { LanguageModel } from '../../src/model/pretrained.js';
 import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { OpenAISampler } from '../../src/rollout/openai.js';
 import { type RunReport, trainRun } from '../../src/run/train.js';
+import { readJsonLines, withStderr } from '../helpers/capture-stderr.js';
 import { SMALL_RUN, SMALL_RUN_ITEMS, SMALL_RUN_LORA } from '../helpers/small-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -145,26 +146,8 @@ function rollout(fields: Record<string, unknown>): string {
 
 /** Trains configs/custom into <tmp>/<name>, keeping what is written to stderr (where the client logs). */
 async function train(name: string, set: string[]): Promise<{ report: RunReport; metrics: Record<string, number>[]; log: string }> {
-  let log = '';
-  const write = process.stderr.write;
-  process.stderr.write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
-    log += String(chunk);
-    return Reflect.apply(write, this, [chunk, ...rest]) as boolean;
-  } as typeof write;
-  let report: RunReport;
-  try {
-    report = await trainRun(CONFIG, { quiet: true, set: [...SMALL, `output_dir=${tmp}`, `run_name=${name}`, ...set] });
-  } catch (e) {
-    (e as Error).message += `\n--- stderr of the run ---\n${log}`;
-    throw e;
-  } finally {
-    process.stderr.write = write;
-  }
-  const metrics = readFileSync(join(report.dir, 'metrics.jsonl'), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-  return { report, metrics, log };
+  const { value: report, log } = await withStderr(() => trainRun(CONFIG, { quiet: true, set: [...SMALL, `output_dir=${tmp}`, `run_name=${name}`, ...set] }));
+  return { report, metrics: readJsonLines(join(report.dir, 'metrics.jsonl')), log };
 }
 
 /** Same as `train`, for a run expected to fail: its error. */

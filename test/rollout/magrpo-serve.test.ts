@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -21,6 +21,7 @@ import { resolveConfig } from '../../src/rl/config.js';
 import { createSampler, LocalSampler, rolloutSpec, type SampledPrompt, type SamplingParams } from '../../src/rl/sampler.js';
 import { OpenAISampler, requestSeeds } from '../../src/rollout/openai.js';
 import { type RunReport, trainRun } from '../../src/run/train.js';
+import { readJsonLines, withStderr } from '../helpers/capture-stderr.js';
 import { SMALL_RUN, SMALL_RUN_ITEMS, SMALL_RUN_LORA } from '../helpers/small-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -85,24 +86,15 @@ async function train(
   set: string[],
   callbacks: TrainerCallback[] = [],
 ): Promise<{ report: RunReport; metrics: Record<string, number>[]; samples: Sample[]; log: string }> {
-  let log = '';
-  const write = process.stderr.write;
-  process.stderr.write = function (this: NodeJS.WriteStream, chunk: unknown, ...rest: unknown[]) {
-    log += String(chunk);
-    return Reflect.apply(write, this, [chunk, ...rest]) as boolean;
-  } as typeof write;
-  let report: RunReport;
-  try {
-    report = await trainRun(CONFIG, { quiet: true, set: [...SMALL, `output_dir=${tmp}`, `run_name=${name}`, ...set], callbacks });
-  } finally {
-    process.stderr.write = write;
-  }
-  const lines = (file: string) =>
-    readFileSync(join(report.dir, file), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
-  return { report, metrics: lines('metrics.jsonl'), samples: lines('samples.jsonl'), log };
+  const { value: report, log } = await withStderr(() =>
+    trainRun(CONFIG, { quiet: true, set: [...SMALL, `output_dir=${tmp}`, `run_name=${name}`, ...set], callbacks }),
+  );
+  return {
+    report,
+    metrics: readJsonLines(join(report.dir, 'metrics.jsonl')),
+    samples: readJsonLines<Sample>(join(report.dir, 'samples.jsonl')),
+    log,
+  };
 }
 
 interface Sample {
