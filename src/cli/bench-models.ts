@@ -289,7 +289,7 @@ export function measureSize(size: string, reps: number, opts: { lora?: boolean }
   const train = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
   rss.full = rssMb();
   // precision: bf16 (docs/precision.md), where the CPU runs bf16 products natively.
-  if (nativePrecision().cpu) {
+  if (nativePrecision().native) {
     setPrecision('bf16');
     try {
       out.train_bf16 = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);

@@ -136,7 +136,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
       threads: be?.getNumThreads() ?? 0,
       kernels: be === null ? null : nativeIsa(),
       gemm: null,
-      bf16: be === null ? null : nativePrecision().cpu && nativeIsa().isa === 'avx512' ? 'avx512-bf16' : 'emulated',
+      bf16: be === null ? null : nativePrecision().native ? 'avx512-bf16' : 'emulated',
     },
     cpu: {
       model: cpu.modelName,
