@@ -227,6 +227,60 @@ static napi_value k_gemm(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+/* Pre-packed weights for decoding (sgemm.c): the packed buffer's size, the packing, the product. */
+static napi_value k_packed_floats(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "packedFloats", 2)) return NULL;
+  int64_t N = arg_int(&c, 0, "N", 0), K = arg_int(&c, 1, "K", 0);
+  if (c.failed) return NULL;
+  napi_value out;
+  napi_create_double(env, (double)sgemm_packed_floats(N, K), &out);
+  return out;
+}
+
+static napi_value k_pack_b(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "packB", 7)) return NULL;
+  bool tB = arg_bool(&c, 0, "transB");
+  int64_t N = arg_int(&c, 1, "N", 1), K = arg_int(&c, 2, "K", 1);
+  int64_t offB = arg_int(&c, 4, "offB", 0), ldb = arg_int(&c, 5, "ldb", 0);
+  if (c.failed) return NULL;
+  if (N > INT32_MAX || K > INT32_MAX || ldb > INT32_MAX) {
+    fail(&c, true, "sizes and leading dimensions must be < 2^31");
+    return NULL;
+  }
+  int64_t rowsB = tB ? N : K, colsB = tB ? K : N;
+  if (ldb < colsB) fail(&c, true, "ldb = %lld is less than %lld, the row length of B as stored", (long long)ldb, (long long)colsB);
+  float *B = arg_f32(&c, 3, "B", (double)offB + (double)(rowsB - 1) * ldb + colsB);
+  float *dst = arg_f32(&c, 6, "packed", (double)sgemm_packed_floats(N, K));
+  if (c.failed) return NULL;
+  sgemm_pack_b(tB, N, K, B + offB, ldb, dst);
+  return undefined(env);
+}
+
+static napi_value k_gemm_prepacked(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "gemmPrepacked", 12)) return NULL;
+  int64_t M = arg_int(&c, 0, "M", 0), N = arg_int(&c, 1, "N", 1), K = arg_int(&c, 2, "K", 1);
+  double alpha = arg_number(&c, 3, "alpha");
+  int64_t offA = arg_int(&c, 5, "offA", 0), lda = arg_int(&c, 6, "lda", 0);
+  double beta = arg_number(&c, 8, "beta");
+  int64_t offC = arg_int(&c, 10, "offC", 0), ldc = arg_int(&c, 11, "ldc", 0);
+  if (c.failed) return NULL;
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldc > INT32_MAX) {
+    fail(&c, true, "sizes and leading dimensions must be < 2^31");
+    return NULL;
+  }
+  if (lda < K) fail(&c, true, "lda = %lld is less than K = %lld", (long long)lda, (long long)K);
+  if (ldc < N) fail(&c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)N);
+  float *A = arg_f32(&c, 4, "A", M == 0 ? 0 : (double)offA + (double)(M - 1) * lda + K);
+  float *packed = arg_f32(&c, 7, "packed", (double)sgemm_packed_floats(N, K));
+  float *C = arg_f32(&c, 9, "C", M == 0 ? 0 : (double)offC + (double)(M - 1) * ldc + N);
+  if (c.failed || M == 0) return c.failed ? NULL : undefined(env);
+  sgemm_prepacked(M, N, K, (float)alpha, A + offA, lda, packed, (float)beta, C + offC, ldc);
+  return undefined(env);
+}
+
 /* ---------------------------------------------------------------------------------------------
  * elementwise
  * ------------------------------------------------------------------------------------------- */
@@ -895,6 +949,9 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"setPrecision", k_set_precision},
       {"precision", k_precision},
       {"gemm", k_gemm},
+      {"packedFloats", k_packed_floats},
+      {"packB", k_pack_b},
+      {"gemmPrepacked", k_gemm_prepacked},
       {"binary", k_binary},
       {"unary", k_unary},
       {"unaryBackward", k_unary_backward},

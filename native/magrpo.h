@@ -212,10 +212,24 @@ typedef struct {
   float alpha;
   const float *A, *B;
   float *C;
+  /* op(B) already packed by sgemm_pack (the whole matrix, in the driver's block order), or NULL:
+   * decoding multiplies the same weights by a few rows per token, and packing them on every call
+   * costs as much as the product. */
+  const float *Bpre;
 } GemmCall;
 
-#define SGEMM_DECLARE_(isa, _) void sgemm_builtin__##isa(const GemmCall *g);
+#define SGEMM_DECLARE_(isa, _)                                                                          \
+  void sgemm_builtin__##isa(const GemmCall *g);                                                       \
+  int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K);                                           \
+  void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
 FOR_EACH_ISA(SGEMM_DECLARE_, _)
+
+/* Floats of a buffer for sgemm_pack_b (alignment slack included), and the packing itself: op(B)
+ * ([K, N], or B [N, K] when tB) in the layout the builtin sgemm of the ISA in use reads. */
+int64_t sgemm_packed_floats(int64_t N, int64_t K);
+void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf);
+/* C = alpha · A · op(B) + beta · C with op(B) packed by sgemm_pack_b into `buf` (builtin sgemm). */
+void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, float beta, float *C, int64_t ldc);
 
 /* C = alpha · op(A) · op(B) + beta · C (row-major) with the BLAS chosen at load: the user's
  * OpenBLAS, or the builtin sgemm of the ISA in use. Inside a pool job (attention's heads) it
@@ -468,6 +482,8 @@ ALL_LOOPS(LOOP_DECLARE)
 typedef struct {
   Isa isa;
   void (*sgemm)(const GemmCall *g); /* the builtin sgemm of this ISA */
+  int64_t (*sgemm_packed_floats)(int64_t N, int64_t K);
+  void (*sgemm_pack)(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
 #define KERNEL_FIELD(name, Args) void (*name)(int64_t lo, int64_t hi, const Args *a);
   ALL_LOOPS(KERNEL_FIELD)
 #undef KERNEL_FIELD

@@ -221,19 +221,32 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
     int T = threads();                                                                                               \
     if ((double)g->M * g->N * g->K < PAR_MIN_FLOPS || team_size() > 1) T = 1;                                       \
     int64_t ncMax = min64(NC, (g->N + NR - 1) / NR * NR);                                                            \
-    float *Bp = pack_buffer(0, (size_t)ncMax * KC);                                                                  \
-    if (Bp == NULL) abort(); /* at most 2-3 MB, kept per thread: the process is out of memory */                   \
+    float *Bp = g->Bpre != NULL ? NULL : pack_buffer(0, (size_t)ncMax * KC);                                        \
+    if (g->Bpre == NULL && Bp == NULL) abort(); /* at most 2-3 MB, kept per thread: out of memory */               \
     for (int64_t jc = 0; jc < g->N; jc += NC) {                                                                      \
       int64_t nc = min64(NC, g->N - jc), nJ = (nc + NR - 1) / NR;                                                    \
       for (int64_t pc = 0; pc < g->K; pc += KC) {                                                                    \
         int64_t kc = min64(KC, g->K - pc), nIC = (g->M + MC - 1) / MC;                                               \
         int64_t splitsJ = nIC >= T ? 1 : min64(nJ, (T + nIC - 1) / nIC);                                             \
-        BlockJob j = {g, Bp, jc, nc, pc, kc, nIC, splitsJ, nJ};                                                      \
-        if (T > 1 && nJ > 1) parallel_run(T, sgemm_pack_b__##isa, &j);                                              \
-        else sgemm_pack_b__##isa(0, 1, &j);                                                                          \
+        /* sgemm_pack's layout: block (jc, pc) at jc·K + pc·nJ·NR (full blocks are NC wide). */                     \
+        float *bp = g->Bpre != NULL ? (float *)g->Bpre + jc * g->K + pc * nJ * NR : Bp;                             \
+        BlockJob j = {g, bp, jc, nc, pc, kc, nIC, splitsJ, nJ};                                                      \
+        if (g->Bpre == NULL) {                                                                                       \
+          if (T > 1 && nJ > 1) parallel_run(T, sgemm_pack_b__##isa, &j);                                            \
+          else sgemm_pack_b__##isa(0, 1, &j);                                                                        \
+        }                                                                                                            \
         if (T > 1 && nIC * splitsJ > 1) parallel_run(T, sgemm_tiles__##isa, &j);                                      \
         else sgemm_tiles__##isa(0, 1, &j);                                                                           \
       }                                                                                                              \
+    }                                                                                                                \
+  }                                                                                                                  \
+  TARGET_##isa int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K) { return (N + NR - 1) / NR * NR * K; }      \
+  TARGET_##isa void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst) {      \
+    GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL};                                         \
+    for (int64_t jc = 0; jc < N; jc += NC) {                                                                         \
+      int64_t nc = min64(NC, N - jc), nJ = (nc + NR - 1) / NR;                                                       \
+      for (int64_t pc = 0; pc < K; pc += KC)                                                                         \
+        pack_b(&g, jc, nc, pc, min64(KC, K - pc), NR, 0, nJ, dst + jc * K + pc * nJ * NR);                          \
     }                                                                                                                \
   }
 
@@ -242,3 +255,29 @@ SGEMM_VARIANT(generic, 4, 8, 256, 128, 2048)
 SGEMM_VARIANT(avx2, 6, 16, 256, 144, 2048)
 SGEMM_VARIANT(avx512, 12, 32, 192, 144, 2048)
 #endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Pre-packed B (decoding): the caller keeps the packed weights for as long as they do not change.
+ * ------------------------------------------------------------------------------------------- */
+
+/* The buffer comes from JavaScript (a Float32Array, 8- or 16-byte aligned): the packed data
+ * starts at its first 64-byte boundary, 15 floats of slack at most. */
+static float *aligned64(const float *buf) { return (float *)(((uintptr_t)buf + 63) & ~(uintptr_t)63); }
+
+int64_t sgemm_packed_floats(int64_t N, int64_t K) { return kern->sgemm_packed_floats(N, K) + 16; }
+
+void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf) { kern->sgemm_pack(tB, N, K, B, ldb, aligned64(buf)); }
+
+void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, float beta, float *C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  for (int64_t i = 0; i < M && beta != 1.0f; i++) {
+    float *row = C + i * ldc;
+    if (beta == 0.0f)
+      memset(row, 0, (size_t)N * sizeof(float));
+    else
+      for (int64_t j = 0; j < N; j++) row[j] *= beta;
+  }
+  if (K == 0 || alpha == 0.0f) return;
+  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, aligned64(buf)};
+  kern->sgemm(&g);
+}

@@ -70,6 +70,31 @@ export interface Backend {
     ldc: number,
   ): void;
 
+  /** Floats of a buffer that holds op(B) [K, N] packed by `packB` (engine/packed.ts). */
+  packedFloats(N: number, K: number): number;
+
+  /**
+   * Packs op(B) (B stored [N, K] when `transB`, else [K, N], row stride ldb) into `packed`, in the
+   * layout `gemmPrepacked` reads (the native sgemm's panels; the reference keeps op(B) dense).
+   */
+  packB(transB: boolean, N: number, K: number, B: FloatArray, offB: number, ldb: number, packed: FloatArray): void;
+
+  /** C[M,N] = alpha · A[M,K] · op(B) + beta · C, with op(B) packed by `packB` (always fp32). */
+  gemmPrepacked(
+    M: number,
+    N: number,
+    K: number,
+    alpha: number,
+    A: FloatArray,
+    offA: number,
+    lda: number,
+    packed: FloatArray,
+    beta: number,
+    C: FloatArray,
+    offC: number,
+    ldc: number,
+  ): void;
+
   /**
    * out[i] = a[ia] op b[ib] over `shape` (rank ≤ 8), with `aStrides`/`bStrides` in elements;
    * a stride of 0 broadcasts. `out` is dense of `shape`.
@@ -252,6 +277,9 @@ export interface Backend {
 /** Every kernel name of the interface; used by tests to check both backends cover all of them. */
 export const KERNELS = [
   'gemm',
+  'packedFloats',
+  'packB',
+  'gemmPrepacked',
   'binary',
   'unary',
   'unaryBackward',

@@ -3,6 +3,7 @@
  * shape ops. Each op's backward is the closure recorded right after its forward.
  */
 import type { BinaryOp, FloatArray, UnaryOp } from './backend.js';
+import { packedWeight } from './packed.js';
 import { alloc, backend } from './runtime.js';
 import { broadcastShapes, broadcastStrides, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
 
@@ -130,7 +131,11 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
   const ldb = transB ? K : N;
   const beta = bias === null ? 0 : 1;
   if (bias !== null) be.copy2d(batch * M, N, bias.data, 0, 0, out.data, 0, N, false);
-  if (shared) {
+  const packed = shared && !needsGrad(a, b, bias) ? packedWeight(be, b.data, transB, batch * M, N, K) : null;
+  if (packed !== null) {
+    // Decoding inside withPackedWeights: the weight was packed once for the whole sampling call.
+    be.gemmPrepacked(batch * M, N, K, 1, a.data, 0, K, packed, beta, out.data, 0, N);
+  } else if (shared) {
     // One GEMM over all batch rows: [batch·M, K] × [K, N].
     be.gemm(false, transB, batch * M, N, K, 1, a.data, 0, K, b.data, 0, ldb, beta, out.data, 0, N);
   } else {

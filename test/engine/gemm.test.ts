@@ -121,6 +121,60 @@ describe(`gemm against the reference backend (${label()})`, () => {
         }
   });
 
+  it('pre-packed weights (decoding): packB + gemmPrepacked equal gemm, around the tiles and blocks, both layouts, 1 and 2 threads', () => {
+    // The packed path is always the builtin sgemm of the ISA in use, whatever BLAS gemm runs.
+    const before = nat.getNumThreads();
+    try {
+      for (const threads of [1, 2]) {
+        nat.setNumThreads(threads);
+        for (const [M, N, K] of [
+          [9, 37, 5],
+          [12, 32, 192],
+          [13, 2100, 200], // two column blocks (NC = 2048) and two inner blocks (KC = 192, 256)
+          [32, 100, 385],
+          [64, 33, 1],
+          [1, 7, 3],
+        ])
+          for (const tB of [false, true])
+            for (const [alpha, beta, pad] of [
+              [1, 0, 0],
+              [0.5, -2, 2],
+            ]) {
+              const [offA, offB, offC] = pad ? [3, 5, 1] : [0, 0, 0];
+              const lda = K + pad;
+              const ldb = (tB ? K : N) + pad;
+              const ldc = N + pad;
+              const A = uniform(offA + M * lda);
+              const B = uniform(offB + (tB ? N : K) * ldb);
+              const C0 = uniform(offC + M * ldc);
+              const packed = new Float32Array(nat.packedFloats(N, K));
+              nat.packB(tB, N, K, B, offB, ldb, packed);
+              const got = C0.slice();
+              const want = C0.slice();
+              nat.gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, got, offC, ldc);
+              ref.gemm(false, tB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, want, offC, ldc);
+              let err = 0;
+              for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+              assert.ok(err <= tol(K), `${M}x${N}x${K} tB=${tB} alpha=${alpha} beta=${beta} pad=${pad} threads=${threads}: error ${err}`);
+              // The reference backend's own packing gives the reference result too.
+              const refPacked = new Float32Array(ref.packedFloats(N, K));
+              ref.packB(tB, N, K, B, offB, ldb, refPacked);
+              const viaRef = C0.slice();
+              ref.gemmPrepacked(M, N, K, alpha, A, offA, lda, refPacked, beta, viaRef, offC, ldc);
+              assert.deepEqual(viaRef, want);
+            }
+      }
+    } finally {
+      nat.setNumThreads(before);
+    }
+  });
+
+  it('a packed buffer too small for N × K is refused, naming it', () => {
+    const small = new Float32Array(nat.packedFloats(10, 10) - 1);
+    assert.throws(() => nat.packB(false, 10, 10, new Float32Array(100), 0, 10, small), /packed has \d+ elements, needs at least/);
+    assert.throws(() => nat.gemmPrepacked(2, 10, 10, 1, new Float32Array(20), 0, 10, small, 0, new Float32Array(20), 0, 10), /packed/);
+  });
+
   it('two threads give the one-thread result on products large enough to split', () => {
     const before = nat.getNumThreads();
     try {

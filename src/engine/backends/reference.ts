@@ -121,6 +121,25 @@ export const referenceBackend: Backend = {
     }
   },
 
+  packedFloats(N, K) {
+    return N * K;
+  },
+
+  // The reference's "packing" is op(B) as a dense [K, N] copy; the product is then a plain gemm.
+  packB(transB, N, K, B, offB, ldb, packed) {
+    for (let k = 0; k < K; k++) for (let j = 0; j < N; j++) packed[k * N + j] = transB ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
+  },
+
+  gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, C, offC, ldc) {
+    const fp32 = precision;
+    precision = 'fp32';
+    try {
+      referenceBackend.gemm(false, false, M, N, K, alpha, A, offA, lda, packed, 0, N, beta, C, offC, ldc);
+    } finally {
+      precision = fp32;
+    }
+  },
+
   binary(op, shape, a, aStrides, b, bStrides, out) {
     const rank = shape.length;
     const n = shape.reduce((p, d) => p * d, 1);

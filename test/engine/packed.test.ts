@@ -1,0 +1,120 @@
+/**
+ * engine/packed.ts: inside withPackedWeights, products of PACKED_MIN_ROWS..PACKED_MAX_ROWS rows with a shared weight use one
+ * packing of it (native packB + gemmPrepacked, tested against the reference in gemm.test.ts);
+ * other products, gradients and bf16 precision keep the plain gemm; the packs die with the scope.
+ * Sampling with packing gives the tokens sampling without it gives.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { matmul } from '../../src/engine/ops.js';
+import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, setWeightPacking, withPackedWeights } from '../../src/engine/packed.js';
+import { Rng } from '../../src/engine/rng.js';
+import { setBackend, setPrecision } from '../../src/engine/runtime.js';
+import { noGrad, Tensor } from '../../src/engine/tensor.js';
+import { parseModelConfig } from '../../src/model/config.js';
+import { createModel } from '../../src/model/load.js';
+import { generate } from '../../src/model/sample.js';
+import { prng } from '../helpers/gradcheck.js';
+
+const rand = prng(7);
+const randn = (shape: number[], grad = false) => {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return new Tensor(
+    Float32Array.from({ length: n }, () => 2 * rand() - 1),
+    shape,
+    grad,
+  );
+};
+const maxDiff = (a: Tensor, b: Tensor) => Math.max(...Array.from(a.data, (x, i) => Math.abs(x - b.data[i])));
+
+for (const name of ['native', 'reference'] as const) {
+  describe(`withPackedWeights (${name} backend)`, () => {
+    setBackend(name);
+    after(() => setBackend('native'));
+
+    it('a product inside the scope equals the plain one, for every row count and both weight layouts', () => {
+      const W = randn([40, 70], true);
+      for (const rows of [1, PACKED_MIN_ROWS - 1, PACKED_MIN_ROWS, 32, PACKED_MAX_ROWS, PACKED_MAX_ROWS + 1])
+        for (const transB of [true, false]) {
+          const x = randn(transB ? [rows, 70] : [rows, 40]);
+          const plain = noGrad(() => matmul(x, W, transB));
+          const packed = withPackedWeights(() => noGrad(() => matmul(x, W, transB)));
+          assert.ok(maxDiff(plain, packed) < 1e-5, `rows ${rows} transB ${transB}`);
+        }
+    });
+
+    it('packs once per scope: a weight changed inside the scope is still read from its pack, and a new scope packs again', () => {
+      const W = randn([24, 16], true);
+      const x = randn([16, 16]);
+      const before = noGrad(() => matmul(x, W, true));
+      const [inside, afterChange] = withPackedWeights(() =>
+        noGrad(() => {
+          const first = matmul(x, W, true);
+          W.data.fill(0); // the contract says weights do not change in a scope; this shows the pack was used
+          return [first, matmul(x, W, true)];
+        }),
+      );
+      assert.ok(maxDiff(before, inside) < 1e-5);
+      assert.ok(maxDiff(before, afterChange) < 1e-5, 'the second product used the pack made before the change');
+      const fresh = withPackedWeights(() => noGrad(() => matmul(x, W, true)));
+      assert.ok(
+        fresh.data.every((v) => v === 0),
+        'a new scope packs the zeroed weight',
+      );
+    });
+
+    it('rows outside PACKED_MIN_ROWS..PACKED_MAX_ROWS, products that need gradients, and bf16 precision do not use a pack', () => {
+      const W = randn([24, 16], true);
+      const probe = (rows: number, grad: boolean) =>
+        withPackedWeights(() => {
+          const x = randn([rows, 16], grad);
+          const run = () => matmul(x, W, true);
+          const first = grad ? run() : noGrad(run);
+          W.data[0] += 1; // visible only to a product that reads W itself
+          const second = grad ? run() : noGrad(run);
+          W.data[0] -= 1;
+          return maxDiff(first, second) > 0;
+        });
+      assert.equal(probe(PACKED_MIN_ROWS - 1, false), true, 'fewer rows: few-rows kernel');
+      assert.equal(probe(PACKED_MAX_ROWS + 1, false), true, 'more rows: sgemm');
+      assert.equal(probe(16, true), true, 'with gradients');
+      assert.equal(probe(16, false), false, '16 rows without gradients: packed');
+      setPrecision('bf16');
+      try {
+        assert.equal(probe(16, false), true, 'bf16 precision: its own products');
+      } finally {
+        setPrecision('fp32');
+      }
+    });
+  });
+}
+
+describe('sampling with packed weights', () => {
+  it('generate() on 12 prompts gives the same tokens and log-probs as the same products without packing', () => {
+    setBackend('native');
+    const model = createModel(
+      parseModelConfig({
+        model_type: 'llama',
+        vocab_size: 64,
+        hidden_size: 32,
+        intermediate_size: 64,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        num_key_value_heads: 2,
+        max_position_embeddings: 64,
+      }),
+    );
+    model.initialize(new Rng(3));
+    const prompts = Array.from({ length: 12 }, (_, i) => [1 + i, 2 + i, 3]);
+    const packed = generate(model, prompts, { maxNewTokens: 12, temperature: 1, rng: 5 });
+    setWeightPacking(false);
+    let plain: ReturnType<typeof generate>;
+    try {
+      plain = generate(model, prompts, { maxNewTokens: 12, temperature: 1, rng: 5 });
+    } finally {
+      setWeightPacking(true);
+    }
+    assert.deepEqual(packed.tokens, plain.tokens);
+    for (const [i, row] of packed.logprobs.entries()) for (const [j, lp] of row.entries()) assert.ok(Math.abs(lp - plain.logprobs[i][j]) < 1e-4);
+  });
+});
