@@ -21,9 +21,10 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { MIN_BODY_CHARS } from '../src/data/decontam.js';
 import { pythonDefs } from '../src/data/pydefs.js';
-import { generatePyTasks, type PyTask } from '../src/data/pyfuncs.js';
+import { generatePyTasks } from '../src/data/pyfuncs.js';
 import { seedFrom } from '../src/data/rng.js';
 import { callsAux } from '../src/envs/coding/code-utils.js';
+import { toCoopItem } from '../src/envs/coding/coop-item.js';
 import type { CodingItem } from '../src/envs/coding/data.js';
 import { codeReward } from '../src/envs/coding/reward.js';
 import { extractAsserts, PythonSandbox } from '../src/sandbox/index.js';
@@ -37,31 +38,6 @@ const CANDIDATES = 3000;
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const outDir = join(root, 'data', 'coding');
 const check = process.argv.includes('--check');
-
-const indent = (code: string) =>
-  code
-    .split('\n')
-    .map((l) => (l === '' ? '' : `    ${l}`))
-    .join('\n');
-const rename = (code: string, from: string, to: string) => code.replace(new RegExp(`\\b${from}\\b`, 'g'), to);
-
-/** A generated helper + main task as a HumanEval-format coop problem. */
-function toCoopItem(task: PyTask, id: number): CodingItem & { template: string } {
-  const helper = task.helper;
-  if (!helper) throw new Error(`${task.task_id} (${task.template}) has no helper`);
-  const at = task.prompt.indexOf(`def ${task.entry_point}(`);
-  const prompt = task.prompt.slice(at);
-  return {
-    task_id: `CoopPython/${id}`,
-    prompt,
-    canonical_solution: indent(helper.code) + task.canonical_solution,
-    test: task.test,
-    entry_point: task.entry_point,
-    aux_solution: rename(helper.code, helper.name, 'aux'),
-    main_solution: prompt + rename(task.canonical_solution, helper.name, 'aux'),
-    template: task.template,
-  };
-}
 
 function corpusText(): string {
   const dir = join(root, 'data', 'corpus');

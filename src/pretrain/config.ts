@@ -64,6 +64,13 @@ export const PretrainConfigSchema = z
   .strictObject({
     run_dir: z.string().describe('run folder: token cache, checkpoints, metrics.jsonl, loss plots'),
     seed: z.number().int().min(0).default(0).describe('seeds initialisation and window sampling'),
+    init_from: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'model folder whose weights start the run instead of a random initialisation (continued pretraining); its config must match `model` (null = from scratch)',
+      ),
     precision: z
       .enum(['fp32', 'bf16'])
       .default('fp32')

@@ -126,9 +126,18 @@ export function renderModelCard(x: ModelCardInput): string {
   const lines = [
     `# magrpo-${name}`,
     '',
-    `A ${e.model.parameters >= 1e6 ? `${(e.model.parameters / 1e6).toFixed(2)} M` : `${(e.model.parameters / 1e3).toFixed(0)} K`}-parameter Llama-style base language model pretrained from scratch by`,
-    "magrpo's own TypeScript engine on CPU, on the prose + code corpus listed below. It is a research",
+    `A ${e.model.parameters >= 1e6 ? `${(e.model.parameters / 1e6).toFixed(2)} M` : `${(e.model.parameters / 1e3).toFixed(0)} K`}-parameter Llama-style base language model ${
+      c.init_from === null ? 'pretrained from scratch' : `continued from \`${c.init_from}\` ([its card](../../${c.init_from}/README.md): architecture, first corpus, first run)`
+    } by`,
+    `magrpo's own TypeScript engine on CPU, on the ${c.init_from === null ? 'prose + code corpus' : 'corpus'} listed below. It is a research`,
     'and test artefact: a starting point for MAGRPO experiments and tests, not a useful assistant.',
+    ...(c.init_from === null
+      ? []
+      : [
+          '',
+          `Steps, tokens, wall time and the loss curve below are this stage's alone (the optimiser and the learning-rate schedule started anew); the`,
+          `weights started as \`${c.init_from}\`'s.`,
+        ]),
     '',
     '## Architecture',
     '',

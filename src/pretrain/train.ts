@@ -20,7 +20,7 @@ import { Rng } from '../engine/rng.js';
 import { setPrecision } from '../engine/runtime.js';
 import { backward } from '../engine/tensor.js';
 import { type LlamaConfig, parseModelConfig } from '../model/config.js';
-import { createModel } from '../model/load.js';
+import { createModel, loadModel } from '../model/load.js';
 import { TextTokenizer } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';
 import { latestCheckpoint, loadCheckpoint, PRETRAIN_CHECKPOINT_VERSION, type PretrainState, saveCheckpoint } from './checkpoint.js';
@@ -134,6 +134,31 @@ function trainStep(model: CausalLM, optimizer: AdamW, c: PretrainConfig, train: 
   return { loss, norm };
 }
 
+/**
+ * Continued pretraining: copies a model folder's weights into the freshly built model. The folder's
+ * architecture must be the config's `model` (same parameter names and shapes); the optimiser starts
+ * fresh. Initialisation still consumes its random numbers first, so window sampling is unchanged.
+ */
+function initializeFrom(model: CausalLM, dir: string): void {
+  let source: CausalLM;
+  try {
+    source = loadModel(dir);
+  } catch (e) {
+    throw new PretrainConfigError(dir, [{ path: 'init_from', message: (e as Error).message }]);
+  }
+  const from = source.params;
+  for (const [name, p] of model.params) {
+    const q = from.get(name);
+    if (q === undefined || q.shape.join() !== p.shape.join()) {
+      const got = q === undefined ? 'missing' : `[${q.shape}]`;
+      throw new PretrainConfigError(dir, [
+        { path: 'init_from', message: `parameter "${name}" is [${p.shape}] in the config's model but ${got} in ${dir}: the architectures differ` },
+      ]);
+    }
+    p.data.set(q.data);
+  }
+}
+
 /** Runs (or resumes) pretraining to `train.max_steps`, checkpointing along the way. */
 export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): Promise<PretrainResult> {
   const tokenizer = TextTokenizer.fromDir(c.data.tokenizer);
@@ -148,6 +173,7 @@ export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): P
   const dataRng = root.fork();
   const model = createModel(modelConfigFor(c, tokenizer));
   model.initialize(initRng);
+  if (c.init_from !== null) initializeFrom(model, c.init_from);
   const optimizer = new AdamW(model.trainableParams(), {
     lr: c.train.learning_rate,
     betas: [c.train.beta1, c.train.beta2],

@@ -108,3 +108,39 @@ test('a run folder is never silently restarted or resumed with a different curve
   });
   await assert.rejects(pretrain(tinyConfig(join(root, 'empty'), { max_steps: 20 }), { progress: 'silent', resume: true }), PretrainConfigError);
 });
+
+test('init_from: continued pretraining starts from a model folder (same architecture), and names a mismatch', async () => {
+  const { saveModel } = await import('../../src/model/load.js');
+  // A finished tiny run exported as a model folder is the starting point of a second run.
+  const first = await pretrain(tinyConfig(join(root, 'stage1'), { max_steps: 20 }), { progress: 'silent' });
+  const folder = join(root, 'stage1-model');
+  saveModel(first.model, folder, 'F32');
+  const { writeFileSync, copyFileSync } = await import('node:fs');
+  copyFileSync(join('data', 'tokenizer', 'tokenizer.json'), join(folder, 'tokenizer.json'));
+  copyFileSync(join('data', 'tokenizer', 'tokenizer_config.json'), join(folder, 'tokenizer_config.json'));
+  writeFileSync(join(folder, 'generation_config.json'), '{}\n');
+
+  const cont = { ...tinyConfig(join(root, 'stage2'), { max_steps: 1, learning_rate: 1e-12, warmup_steps: 0 }), init_from: folder };
+  const second = await pretrain(cont, { progress: 'silent' });
+  // One step at a negligible learning rate: the weights are still the folder's.
+  for (const [name, p] of first.model.params) {
+    const q = second.model.param(name).data;
+    const worst = Math.max(...Array.from(p.data, (x, i) => Math.abs(x - q[i])));
+    assert.ok(worst < 1e-6, `${name} moved by ${worst}`);
+  }
+  // A fresh start from the same seed is far from them.
+  const scratch = await pretrain({ ...cont, run_dir: join(root, 'stage2-scratch'), init_from: null }, { progress: 'silent' });
+  const emb = 'model.embed_tokens.weight';
+  assert.notDeepEqual(scratch.model.param(emb).data, first.model.param(emb).data);
+
+  const wider = tinyConfig(join(root, 'stage2-wider'));
+  wider.model.hidden_size = 32;
+  await assert.rejects(
+    pretrain({ ...wider, init_from: folder }, { progress: 'silent' }),
+    (e: unknown) => e instanceof PretrainConfigError && /init_from/.test(e.message) && /architectures differ|config\.json|shape/.test(e.message),
+  );
+  await assert.rejects(
+    pretrain({ ...tinyConfig(join(root, 'stage2-missing')), init_from: join(root, 'nowhere') }, { progress: 'silent' }),
+    (e: unknown) => e instanceof PretrainConfigError && /init_from/.test(e.message) && /nowhere/.test(e.message),
+  );
+});
