@@ -118,3 +118,17 @@ describe('sampling with packed weights', () => {
     for (const [i, row] of packed.logprobs.entries()) for (const [j, lp] of row.entries()) assert.ok(Math.abs(lp - plain.logprobs[i][j]) < 1e-4);
   });
 });
+
+describe('withPackedWeights bookkeeping', () => {
+  it('one array read both ways (a tied embedding is also the LM head) gets a pack per layout', () => {
+    setBackend('native');
+    const W = randn([16, 16], true);
+    const x = randn([12, 16]);
+    const plainT = noGrad(() => matmul(x, W, true));
+    const plainN = noGrad(() => matmul(x, W, false));
+    const [t, n] = withPackedWeights(() => noGrad(() => [matmul(x, W, true), matmul(x, W, false)]));
+    assert.ok(maxDiff(plainT, t) < 1e-5);
+    assert.ok(maxDiff(plainN, n) < 1e-5);
+    assert.ok(maxDiff(plainT, plainN) > 0.01, 'the two layouts differ for this W');
+  });
+});
