@@ -58,6 +58,13 @@ function codingEnvOptions(o: Record<string, unknown>) {
 }
 const dataDir = z.string().min(1).optional().describe('folder with <name>.train.jsonl.gz and <name>.eval.jsonl.gz (default: the shipped data)');
 
+const writingPromptStyle = z
+  .enum(['instruct', 'completion'])
+  .default('instruct')
+  .describe(
+    "prompt wording: 'instruct' (the paper's, for instruction-tuned models) or 'completion' (source text + the opening of the agent's paragraph, for base models)",
+  );
+
 const fluencyGuard = z
   .strictObject({
     zero_at: z.number().min(0).lt(1).default(0).describe('word validity (share of letters in real words) at and below which an agent’s factor is 0'),
@@ -85,12 +92,13 @@ export const ENVIRONMENTS: readonly EnvEntry[] = [
   {
     name: 'tldr',
     description: 'TL;DR summarisation: a concise and a detailed summary of a Reddit post (2 agents, paper §5.1)',
-    options: z.strictObject({ data_dir: dataDir, fluency_guard: fluencyGuard }),
+    options: z.strictObject({ data_dir: dataDir, fluency_guard: fluencyGuard, prompt_style: writingPromptStyle }),
     pathOptions: ['data_dir'],
     load: async (o) =>
       (await import('./writing/index.js')).tldrEnvironment({
         dataDir: o.data_dir as string | undefined,
         fluencyGuard: guardOption(o.fluency_guard),
+        promptStyle: o.prompt_style as 'instruct' | 'completion',
       }) as Environment<unknown>,
   },
   {
@@ -100,12 +108,14 @@ export const ENVIRONMENTS: readonly EnvEntry[] = [
     options: z.strictObject({
       data_dir: dataDir,
       fluency_guard: fluencyGuard,
+      prompt_style: writingPromptStyle,
       version: z.enum(['paper', 'latest']).default('paper').describe("the reward's L2 band: paper (1.0–1.3) or latest (1.3–1.6)"),
     }),
     load: async (o) =>
       (await import('./writing/index.js')).arxivEnvironment({
         dataDir: o.data_dir as string | undefined,
         fluencyGuard: guardOption(o.fluency_guard),
+        promptStyle: o.prompt_style as 'instruct' | 'completion',
         version: o.version as 'paper' | 'latest',
       }) as Environment<unknown>,
   },

@@ -13,6 +13,7 @@ import type { Task } from '../../rl/task.js';
 import { distinctN, wordValidity } from '../../text/fluency.js';
 import type { Environment, EpisodeResult } from '../environment.js';
 import { type WritingSpec, writingBaselines } from './baselines.js';
+import { ARXIV_COMPLETION, type CompletionPrompts, TLDR_COMPLETION } from './completion-prompts.js';
 import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
 import {
   ARXIV_BASELINE_PROMPTS,
@@ -38,7 +39,15 @@ export interface WritingEnvOptions {
    * undefined.
    */
   fluencyGuard?: FluencyGuard;
+  /**
+   * 'instruct' (default): the paper's prompts, for instruction-tuned models. 'completion': the
+   * source text followed by the opening of the agent's paragraph, for base models
+   * (completion-prompts.ts); the baselines' prompts follow the same style.
+   */
+  promptStyle?: WritingPromptStyle;
 }
+
+export type WritingPromptStyle = 'instruct' | 'completion';
 
 /** Word validity at which an agent's factor reaches 0 and 1 (linear in between). */
 export interface FluencyGuard {
@@ -72,6 +81,13 @@ interface WritingKind<Item> extends WritingSpec<Item> {
   description: string;
   field: WritingField;
   levels: (c1: string, c2: string) => WritingLevels;
+}
+
+/** The kind with the completion-style prompts swapped in when asked for. */
+function styled<Item>(kind: WritingKind<Item>, style: WritingPromptStyle | undefined, completion: CompletionPrompts): WritingKind<Item> {
+  if (style === undefined || style === 'instruct') return kind;
+  if (style !== 'completion') throw new Error(`prompt_style: got ${JSON.stringify(style)}, expected "instruct" or "completion"`);
+  return { ...kind, formatters: completion.formatters, prompts: completion.baselines };
 }
 
 function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptions): Environment<Item> {
@@ -127,7 +143,7 @@ function writingMetrics(episodes: readonly EpisodeResult[], levels: WritingKind<
 
 /** TLDR: summarise a post as a concise (agent 1) and a detailed (agent 2) summary. */
 export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrItem> {
-  return writingEnvironment<TldrItem>(
+  const kind = styled<TldrItem>(
     {
       name: 'tldr',
       description: 'TL;DR summarisation: agent 1 writes a concise summary, agent 2 a detailed one (2-3x longer, richer vocabulary)',
@@ -138,8 +154,10 @@ export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrI
       levels: tldrLevels,
       prompts: TLDR_BASELINE_PROMPTS,
     },
-    opts,
+    opts.promptStyle,
+    TLDR_COMPLETION,
   );
+  return writingEnvironment(kind, opts);
 }
 
 /**
@@ -149,7 +167,7 @@ export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrI
  */
 export function arxivEnvironment(opts: WritingEnvOptions & { version?: ArxivVersion } = {}): Environment<ArxivItem> {
   const version = opts.version ?? 'paper';
-  return writingEnvironment<ArxivItem>(
+  const kind = styled<ArxivItem>(
     {
       name: 'arxiv',
       description: `arXiv abstract expansion: agent 1 background and motivation, agent 2 methodology and implications (L2 band: ${version})`,
@@ -160,6 +178,8 @@ export function arxivEnvironment(opts: WritingEnvOptions & { version?: ArxivVers
       levels: (c1, c2) => arxivLevels(c1, c2, { version }),
       prompts: ARXIV_BASELINE_PROMPTS,
     },
-    opts,
+    opts.promptStyle,
+    ARXIV_COMPLETION,
   );
+  return writingEnvironment(kind, opts);
 }
