@@ -65,6 +65,62 @@ function teamText(task: PyTask, shape: Shape): string {
   return `${codeMainPrompt(item)}${mainBody}\n\n${item.aux_solution}\n\n${tests}`;
 }
 
+const int = (n: number) => n.toLocaleString('en-US');
+
+/** The stage corpus's data card (data/code-stage.md). */
+function card(m: {
+  seed: number;
+  file: { docs: number; chars: number; sha256: string };
+  parts: Record<string, { docs: number; chars: number }>;
+  stats: { composeGenerated: number; singleGenerated: number; contaminated: number; duplicates: number };
+  compose_templates: Record<string, { kept: number; contaminated: number }>;
+  eval_prompts_in_corpus: number;
+}): string {
+  const rows = Object.entries(m.parts)
+    .sort((a, b) => b[1].chars - a[1].chars)
+    .map(([name, p]) => `| ${name} | ${int(p.docs)} | ${int(p.chars)} | ${((100 * p.chars) / m.file.chars).toFixed(1)}% |`);
+  const none = Object.entries(m.compose_templates)
+    .filter(([, t]) => t.kept === 0)
+    .map(([name]) => `\`${name}\``);
+  const tpl = Object.entries(m.compose_templates).map(([name, t]) => `| \`${name}\` | ${int(t.kept)} | ${int(t.contaminated)} |`);
+  return `# Code stage corpus (models/coder)
+
+Built by \`npx tsx scripts/build-code-stage-data.ts\` (seed ${m.seed}) into \`.cache/data/code-stage/train.jsonl.gz\`
+(${int(m.file.docs)} documents, ${int(m.file.chars)} characters, sha256 \`${m.file.sha256}\`); needs the large corpus
+(\`npm run data:large\`). \`configs/pretrain/coder.yaml\` continues \`models/base\` on it. Licences: the generated
+Python is this repository's (MIT); the replayed documents keep the licences of the large corpus ([README.md](README.md)).
+
+Why: \`models/base\` never saw the coding environment's team protocol (no file of the large corpus has a helper
+called \`aux\` or the comments the code-style prompts open with), so its untrained team passed 0% of the
+coop-python eval problems and the reward's test and cooperation levels never fired.
+
+| part | documents | characters | share |
+| --- | ---: | ---: | ---: |
+${rows.join('\n')}
+
+- \`python-team:helper-first\`: \`# Helper for f(x): <summary>\` + \`def aux(...)\`, then the main function calling \`aux\`,
+  then asserts (the aux agent's prompt, and main reading the helper as in the sequential pipeline);
+- \`python-team:main-first\`: \`# aux(...) is written by another agent.\` + the main function calling \`aux\`, then
+  \`aux\` and the asserts (the main agent's prompt);
+- \`python-team:plain\`: the generator's own file; \`python-gen\`: single-function tasks of the other kinds;
+- \`replay\`: whole documents of the large corpus (prose, documentation, code), so the model keeps what it knew.
+
+Every generated program ran and passed its asserts. ${int(m.stats.composeGenerated)} helper + main and
+${int(m.stats.singleGenerated)} single-function candidates were generated; ${int(m.stats.contaminated)} documents were
+dropped because they reproduce a coop-python eval or HumanEval problem (the large corpus's decontamination,
+\`src/data/decontam.ts\`: same normalized function body, or a 13-word run of its prompt or solution) and
+${int(m.stats.duplicates)} as duplicates. Eval prompts found verbatim in what was written: ${m.eval_prompts_in_corpus}.
+
+Decontamination removes whole templates whose bodies or docstrings do not vary enough: ${none.length === 0 ? 'none' : none.join(', ')}
+kept no file, so the coder saw no example of ${none.length === 1 ? 'it' : 'them'} (their coop-python eval problems test generalisation
+to an unseen kind of problem).
+
+| compose template | files kept | dropped (eval overlap) |
+| --- | ---: | ---: |
+${tpl.join('\n')}
+`;
+}
+
 function main(): number {
   if (!existsSync(LARGE)) {
     console.error(`${LARGE}: missing — build the large corpus first (npm run data:large)`);
@@ -84,6 +140,8 @@ function main(): number {
     shapes: {} as Record<string, number>,
   };
 
+  /** Per compose template: files kept and files dropped by decontamination. */
+  const templates = new Map<string, { kept: number; contaminated: number }>();
   const seen = new Set<string>();
   const docs: LargeCorpusDoc[] = [];
   const keep = (source: string, text: string): boolean => {
@@ -108,7 +166,13 @@ function main(): number {
   for (const task of composeOk.passed) {
     const u = rng.next();
     const shape: Shape = u < 0.45 ? 'helper-first' : u < 0.9 ? 'main-first' : 'plain';
-    if (keep(`python-team:${shape}`, teamText(task, shape))) stats.shapes[shape] = (stats.shapes[shape] ?? 0) + 1;
+    const t = templates.get(task.template) ?? { kept: 0, contaminated: 0 };
+    templates.set(task.template, t);
+    const before = stats.contaminated;
+    if (keep(`python-team:${shape}`, teamText(task, shape))) {
+      stats.shapes[shape] = (stats.shapes[shape] ?? 0) + 1;
+      t.kept++;
+    } else if (stats.contaminated > before) t.contaminated++;
   }
 
   const single = generatePyTasks({ seed: seedFrom(SEED, 'single'), count: SINGLE_CANDIDATES, kinds: SINGLE_KINDS });
@@ -154,13 +218,16 @@ function main(): number {
   }
   const manifest = {
     seed: SEED,
+    output: '.cache/data/code-stage/train.jsonl.gz',
     inputs: { large_sha256: sha256Hex(readFileSync(LARGE)), eval_sets: EVAL_SETS },
     file: entry,
     parts: Object.fromEntries(bySource),
     stats,
+    compose_templates: Object.fromEntries([...templates].sort(([a], [b]) => a.localeCompare(b))),
     eval_prompts_in_corpus: promptsInCorpus,
   };
-  writeFileSync(join(OUT_DIR, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(join(root, 'data', 'manifest-code-stage.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(join(root, 'data', 'code-stage.md'), card(manifest));
   console.log(JSON.stringify({ ...manifest.parts, stats }, null, 1));
   console.log(`wrote ${entry.path}: ${entry.docs} docs, ${entry.chars} chars in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return 0;

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { readJsonlGz } from '../../src/data/build-corpus.js';
 import { DecontamIndex, MIN_BODY_CHARS, readEvalProblems } from '../../src/data/decontam.js';
@@ -17,6 +17,7 @@ import { pythonDefs } from '../../src/data/pydefs.js';
 const EVAL = readEvalProblems('data/coding/coop-python.eval.jsonl', 'coop-python-eval');
 const HUMANEVAL = readEvalProblems('data/humaneval/HumanEval.jsonl.gz', 'humaneval');
 const LARGE = '.cache/data/large/train.jsonl.gz';
+const CODE_STAGE = '.cache/data/code-stage/train.jsonl.gz';
 const hash = (body: string) => createHash('sha256').update(body).digest('hex');
 
 /** Hashes of the normalized bodies of every function (≥ MIN_BODY_CHARS) in `programs`. */
@@ -53,6 +54,35 @@ describe('eval problems are disjoint from training data', () => {
       if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
     }
     assert.deepEqual(hits.slice(0, 10), []);
+  });
+
+  it('the code stage corpus (models/coder) reproduces no coop-python or HumanEval problem, and its data card says what was dropped', (t) => {
+    const manifest = JSON.parse(readFileSync('data/manifest-code-stage.json', 'utf8')) as {
+      eval_prompts_in_corpus: number;
+      file: { sha256: string };
+      compose_templates: Record<string, { kept: number }>;
+    };
+    assert.equal(manifest.eval_prompts_in_corpus, 0);
+    const card = readFileSync('data/code-stage.md', 'utf8');
+    assert.ok(card.includes(manifest.file.sha256));
+    for (const [name, tpl] of Object.entries(manifest.compose_templates)) if (tpl.kept === 0) assert.match(card, new RegExp(`\`${name}\`.*\\| 0 \\|`));
+    if (!existsSync(CODE_STAGE)) {
+      t.skip(`${CODE_STAGE} is not built here (scripts/build-code-stage-data.ts, after npm run data:large); the build itself refuses contaminated documents`);
+      return;
+    }
+    const index = new DecontamIndex([...EVAL, ...HUMANEVAL]);
+    const docs = readJsonlGz(CODE_STAGE);
+    const hits: string[] = [];
+    for (const d of docs) {
+      const hit = index.check(d.text);
+      if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
+    }
+    assert.deepEqual(hits.slice(0, 10), []);
+    const text = docs.map((d) => d.text).join('\n');
+    assert.deepEqual(
+      EVAL.filter((p) => text.includes(p.prompt.trim())).map((p) => p.id),
+      [],
+    );
   });
 
   it('the shipped small corpus (before the filter existed) holds coop-python eval solutions: documented, counted', () => {
