@@ -157,7 +157,7 @@ export function renderModelCard(x: ModelCardInput): string {
     '## Data',
     '',
     `The training corpus \`${c.data.train}\` — public-domain and permissively licensed English prose, documentation`,
-    'and code; sources, licences and processing are in the [data card](../../data/README.md). HumanEval is not part of it.',
+    `and code; sources, licences and processing are in the [data card](../../${c.data.card}). HumanEval is not part of it.`,
     '',
     ...sourceLines(x.sources),
     '| file | sha256 |',
@@ -255,6 +255,8 @@ export function renderModelCard(x: ModelCardInput): string {
     fence(
       [
         'npm ci && npm run build:native',
+        `# the corpus ${c.data.train}: built as its data card (${c.data.card}) says`,
+        ...(c.init_from === null ? [] : [`# the starting weights: ${c.init_from} (reproduced as its own card says)`]),
         `nice -n 10 env MAGRPO_NUM_THREADS=2 npx tsx src/cli/main.ts pretrain ${x.configFile}`,
         `# interrupted? continue exactly where it stopped:`,
         `nice -n 10 env MAGRPO_NUM_THREADS=2 npx tsx src/cli/main.ts pretrain ${x.configFile} --resume`,

@@ -30,6 +30,7 @@ const MODELS = [
   { dir: 'models/micro', minParams: 10_000, maxParams: 200_000, minContext: 128 },
   { dir: 'models/small', minParams: 5_000_000, maxParams: 15_000_000, minContext: 512 },
   { dir: 'models/base', minParams: 1_000_000, maxParams: 3_000_000, minContext: 512 },
+  { dir: 'models/coder', minParams: 1_000_000, maxParams: 3_000_000, minContext: 512 },
 ];
 
 for (const spec of MODELS) {
