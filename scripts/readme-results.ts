@@ -37,10 +37,24 @@ const WRITING_COLUMNS: [string, string][] = [
   ['ref_nll', 'ref NLL'],
 ];
 
+/** The coding demos' columns. */
+const CODING_COLUMNS: [string, string][] = [
+  ['return', 'return'],
+  ['syntax', 'syntax'],
+  ['tests', 'tests'],
+  ['cooperation', 'cooperation'],
+  ['pass@1', 'pass@1'],
+  ['ref_nll', 'ref NLL'],
+];
+
 /** Each README section: its result folder and the columns it shows (metric key → header). */
 export const SECTIONS: Record<string, { dir: string; columns: [string, string][] }> = {
   'demo-tldr': {
     dir: 'results/demo-tldr',
+    columns: WRITING_COLUMNS,
+  },
+  'demo-tldr-instruct': {
+    dir: 'results/demo-tldr-instruct',
     columns: WRITING_COLUMNS,
   },
   'demo-tldr-small': {
@@ -61,14 +75,11 @@ export const SECTIONS: Record<string, { dir: string; columns: [string, string][]
   },
   'demo-coop-python': {
     dir: 'results/demo-coop-python',
-    columns: [
-      ['return', 'return'],
-      ['syntax', 'syntax'],
-      ['tests', 'tests'],
-      ['cooperation', 'cooperation'],
-      ['pass@1', 'pass@1'],
-      ['ref_nll', 'ref NLL'],
-    ],
+    columns: CODING_COLUMNS,
+  },
+  'demo-coop-python-base': {
+    dir: 'results/demo-coop-python-base',
+    columns: CODING_COLUMNS,
   },
 };
 
