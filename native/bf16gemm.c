@@ -285,7 +285,7 @@ void gemm_bf16(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, c
       else if (beta != 1.0f)
         for (int64_t j = 0; j < N; j++) row[j] *= beta;
     }
-    GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C};
+    GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL};
     gemm_bf16_avx512(&g);
     return;
   }

@@ -23,10 +23,10 @@ const char *const ISA_NAMES[ISA_COUNT] = {"generic", "avx2", "avx512"};
 #define ENTRY_avx512(name, Args) .name = name##__avx512,
 
 static const Kernels TABLES[ISA_COUNT] = {
-    [ISA_GENERIC] = {.isa = ISA_GENERIC, .sgemm = sgemm_builtin__generic, .sgemm_packed_floats = sgemm_packed_floats__generic, .sgemm_pack = sgemm_pack__generic, ALL_LOOPS(ENTRY_generic)},
+    [ISA_GENERIC] = {.isa = ISA_GENERIC, .sgemm = sgemm_builtin__generic, .sgemm_prepacked = sgemm_prepacked__generic, .sgemm_packed_floats = sgemm_packed_floats__generic, .sgemm_pack = sgemm_pack__generic, ALL_LOOPS(ENTRY_generic)},
 #if MAGRPO_X86
-    [ISA_AVX2] = {.isa = ISA_AVX2, .sgemm = sgemm_builtin__avx2, .sgemm_packed_floats = sgemm_packed_floats__avx2, .sgemm_pack = sgemm_pack__avx2, ALL_LOOPS(ENTRY_avx2)},
-    [ISA_AVX512] = {.isa = ISA_AVX512, .sgemm = sgemm_builtin__avx512, .sgemm_packed_floats = sgemm_packed_floats__avx512, .sgemm_pack = sgemm_pack__avx512, ALL_LOOPS(ENTRY_avx512)},
+    [ISA_AVX2] = {.isa = ISA_AVX2, .sgemm = sgemm_builtin__avx2, .sgemm_prepacked = sgemm_prepacked__avx2, .sgemm_packed_floats = sgemm_packed_floats__avx2, .sgemm_pack = sgemm_pack__avx2, ALL_LOOPS(ENTRY_avx2)},
+    [ISA_AVX512] = {.isa = ISA_AVX512, .sgemm = sgemm_builtin__avx512, .sgemm_prepacked = sgemm_prepacked__avx512, .sgemm_packed_floats = sgemm_packed_floats__avx512, .sgemm_pack = sgemm_pack__avx512, ALL_LOOPS(ENTRY_avx512)},
 #endif
 };
 

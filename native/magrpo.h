@@ -220,6 +220,7 @@ typedef struct {
 
 #define SGEMM_DECLARE_(isa, _)                                                                          \
   void sgemm_builtin__##isa(const GemmCall *g);                                                       \
+  void sgemm_prepacked__##isa(const GemmCall *g);                                                     \
   int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K);                                           \
   void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
 FOR_EACH_ISA(SGEMM_DECLARE_, _)
@@ -482,6 +483,7 @@ ALL_LOOPS(LOOP_DECLARE)
 typedef struct {
   Isa isa;
   void (*sgemm)(const GemmCall *g); /* the builtin sgemm of this ISA */
+  void (*sgemm_prepacked)(const GemmCall *g); /* C += alpha · A · B with g->Bpre set */
   int64_t (*sgemm_packed_floats)(int64_t N, int64_t K);
   void (*sgemm_pack)(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
 #define KERNEL_FIELD(name, Args) void (*name)(int64_t lo, int64_t hi, const Args *a);

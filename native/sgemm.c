@@ -22,6 +22,13 @@
 #include <immintrin.h>
 #endif
 
+/* A pre-packed product is split between threads only above this many FLOPs: a decode step's products
+ * are tens of microseconds, and waking the pool costs more than it saves below it (measured on
+ * the 10m sampling bench). */
+#ifndef PREPACKED_PAR_MIN_FLOPS
+#define PREPACKED_PAR_MIN_FLOPS (1 << 24)
+#endif
+
 /* Packing buffers, one pair per thread, grown on demand and kept (64-byte aligned). */
 static __thread float *tl_buf[2];
 static __thread size_t tl_cap[2];
@@ -240,6 +247,36 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
       }                                                                                                              \
     }                                                                                                                \
   }                                                                                                                  \
+  /* Pre-packed B (decoding): threads split B's panels over the whole of N, and each runs every     \
+   * inner block over its panels, so a product takes one parallel_run (the general driver's two per \
+   * block cost more than a product of a few rows). A is packed per inner block, all rows. */       \
+  TARGET_##isa static void sgemm_prepacked_cols__##isa(int t, int T, void *ctx) {                                    \
+    const GemmCall *g = ctx;                                                                                         \
+    int64_t nJall = (g->N + NR - 1) / NR, q0 = nJall * t / T, q1 = nJall * (t + 1) / T;                             \
+    float *Ap = pack_buffer(1, (size_t)MC * KC);                                                                     \
+    if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                         \
+    for (int64_t pc = 0; pc < g->K; pc += KC) {                                                                      \
+      int64_t kc = min64(KC, g->K - pc);                                                                             \
+      for (int64_t ic = 0; ic < g->M; ic += MC) {                                                                    \
+        int64_t mc = min64(MC, g->M - ic);                                                                           \
+        pack_a(g, ic, mc, pc, kc, MR, Ap);                                                                           \
+        for (int64_t q = q0; q < q1; q++) {                                                                          \
+          int64_t jc = q * NR / NC * NC, nc = min64(NC, g->N - jc), nJ = (nc + NR - 1) / NR, qi = q - jc / NR;      \
+          const float *bp = g->Bpre + jc * g->K + pc * nJ * NR + qi * kc * NR;                                       \
+          float *cq = g->C + ic * g->ldc + jc + qi * NR;                                                             \
+          for (int64_t p = 0; p < mc; p += MR)                                                                       \
+            ukr_##isa(kc, Ap + p * kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), min64(NR, nc - qi * NR)); \
+        }                                                                                                            \
+      }                                                                                                              \
+    }                                                                                                                \
+  }                                                                                                                  \
+  TARGET_##isa void sgemm_prepacked__##isa(const GemmCall *g) {                                                      \
+    int T = threads();                                                                                               \
+    int64_t nJall = (g->N + NR - 1) / NR;                                                                            \
+    if (2.0 * g->M * g->N * g->K < PREPACKED_PAR_MIN_FLOPS || team_size() > 1 || nJall < 2) T = 1;                        \
+    if (T > 1) parallel_run(T, sgemm_prepacked_cols__##isa, (void *)g);                                              \
+    else sgemm_prepacked_cols__##isa(0, 1, (void *)g);                                                               \
+  }                                                                                                                  \
   TARGET_##isa int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K) { return (N + NR - 1) / NR * NR * K; }      \
   TARGET_##isa void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst) {      \
     GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL};                                         \
@@ -279,5 +316,5 @@ void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *
   }
   if (K == 0 || alpha == 0.0f) return;
   GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, aligned64(buf)};
-  kern->sgemm(&g);
+  kern->sgemm_prepacked(&g);
 }

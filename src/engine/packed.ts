@@ -4,9 +4,12 @@
  * panels on every call, which for a few dozen rows costs about as much as the product itself.
  * Inside `withPackedWeights(fn)`, a product of 4-64 rows with a weight packs the weight on first
  * use (the builtin sgemm's panels, native/sgemm.c) and reuses the pack until `fn` returns; the
- * packs are then dropped. Measured on one core of the Zen 4 (10m model, 64 new tokens): batch 32
- * 1,640 -> 2,160 tokens/s, batch 8 1,180 -> 1,560; batch 1 was slower packed (405 -> 224: one
- * row in a 12-row register tile), so fewer than 4 rows keep gemm's few-rows kernels.
+ * packs are then dropped. The native product splits B's panels between threads with one pool
+ * wake-up per product, and only above 16 MFLOP (a decode step's products take tens of
+ * microseconds). Measured on the Zen 4, 2 threads, 64 new tokens: 10m batch 8 1,880 -> 2,050
+ * tokens/s, batch 32 2,940 -> 3,810; 124m batch 8 148 -> 259; 1m batch 8 10,000 -> 13,100. Batch 1
+ * was slower packed on one thread (405 -> 224: one row in a 12-row register tile), so fewer than
+ * 4 rows keep gemm's few-rows kernels.
  *
  * Only for code that does not change weights inside the scope (model/sample.ts's generate is
  * synchronous and runs no optimizer step). More rows keep the sgemm (its packing is amortised),
