@@ -37,7 +37,8 @@ interface Pack {
 
 let scope: Map<FloatArray, Pack[]> | null = null;
 let scopeBytes = 0;
-let enabled = true;
+// MAGRPO_PACK_WEIGHTS=0 turns packing off for a whole process (A/B benchmarks).
+let enabled = process.env.MAGRPO_PACK_WEIGHTS !== '0';
 
 /** Turns packing off (or on again) for the process: for comparisons and benchmarks. */
 export function setWeightPacking(on: boolean): void {
