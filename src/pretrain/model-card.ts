@@ -127,7 +127,9 @@ export function renderModelCard(x: ModelCardInput): string {
     `# magrpo-${name}`,
     '',
     `A ${e.model.parameters >= 1e6 ? `${(e.model.parameters / 1e6).toFixed(2)} M` : `${(e.model.parameters / 1e3).toFixed(0)} K`}-parameter Llama-style base language model ${
-      c.init_from === null ? 'pretrained from scratch' : `continued from \`${c.init_from}\` ([its card](../../${c.init_from}/README.md): architecture, first corpus, first run)`
+      c.init_from === null
+        ? 'pretrained from scratch'
+        : `continued from \`${c.init_from}\` ([its card](../../${c.init_from}/README.md): architecture, first corpus, first run)`
     } by`,
     `magrpo's own TypeScript engine on CPU, on the ${c.init_from === null ? 'prose + code corpus' : 'corpus'} listed below. It is a research`,
     'and test artefact: a starting point for MAGRPO experiments and tests, not a useful assistant.',
