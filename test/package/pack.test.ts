@@ -46,8 +46,18 @@ describe('the npm package, installed as a user installs it', { skip, timeout: 20
     );
     if (process.platform === 'linux' && process.arch === 'x64')
       assert.ok(paths.includes('native/prebuilds/linux-x64/magrpo.napi.glibc.node'), 'the linux-x64 prebuild');
-    for (const p of ['dist/src/index.js', 'dist/src/cli/main.js', 'native/binding.gyp', 'scripts/build-native.mjs', 'models/micro/model.safetensors'])
+    // The models the demos and tests start from; models/small (12 MB, used by neither) stays in the repository.
+    for (const p of [
+      'dist/src/index.js',
+      'dist/src/cli/main.js',
+      'native/binding.gyp',
+      'scripts/build-native.mjs',
+      'models/micro/model.safetensors',
+      'models/base/model.safetensors',
+      'models/coder/model.safetensors',
+    ])
       assert.ok(paths.includes(p), p);
+    assert.ok(!paths.some((p) => p.startsWith('models/small/')), 'models/small is not packed');
     const stray = paths.filter(
       (p) => /^(test|src\/.*\.ts$|native\/build\/|bench\/|results\/|data\/corpus\/|\.cache|\.stamps|test-artifacts)/.test(p) && !p.endsWith('.d.ts'),
     );
