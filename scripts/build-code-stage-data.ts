@@ -183,11 +183,7 @@ function main(): number {
 
   // Replay: whole documents of the large corpus in a seeded order until REPLAY_CHARS.
   const large = readJsonlGz(LARGE);
-  const order = large.map((_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rng.next() * (i + 1));
-    [order[i], order[j]] = [order[j], order[i]];
-  }
+  const order = rng.shuffle(large.map((_, i) => i));
   let replayed = 0;
   for (const i of order) {
     if (replayed >= REPLAY_CHARS) break;
@@ -197,10 +193,7 @@ function main(): number {
   }
 
   // Shuffle everything once (seeded) so the stage's windows mix the three parts.
-  for (let i = docs.length - 1; i > 0; i--) {
-    const j = Math.floor(rng.next() * (i + 1));
-    [docs[i], docs[j]] = [docs[j], docs[i]];
-  }
+  rng.shuffle(docs);
   const allText = docs.map((d) => d.text).join('\n\u0000\n');
   const promptsInCorpus = problems.filter((p) => allText.includes(p.prompt.trim())).length;
   if (promptsInCorpus > 0) {

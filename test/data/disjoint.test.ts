@@ -27,6 +27,18 @@ function bodyHashes(programs: readonly string[]): Set<string> {
   return out;
 }
 
+/** Documents of a pretraining corpus file that reproduce a coop-python or HumanEval eval problem (at most 10). */
+function contaminated(file: string): string[] {
+  const index = new DecontamIndex([...EVAL, ...HUMANEVAL]);
+  const hits: string[] = [];
+  for (const d of readJsonlGz(file)) {
+    const hit = index.check(d.text);
+    if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
+    if (hits.length >= 10) break;
+  }
+  return hits;
+}
+
 describe('eval problems are disjoint from training data', () => {
   it('coop-python: no eval solution body occurs among the training items', () => {
     const train = readEvalProblems('data/coding/coop-python.train.jsonl', 'coop-python-train');
@@ -47,13 +59,7 @@ describe('eval problems are disjoint from training data', () => {
       t.skip(`${LARGE} is not built here (npm run data:large); the build itself refuses contaminated documents`);
       return;
     }
-    const index = new DecontamIndex([...EVAL, ...HUMANEVAL]);
-    const hits: string[] = [];
-    for (const d of readJsonlGz(LARGE)) {
-      const hit = index.check(d.text);
-      if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
-    }
-    assert.deepEqual(hits.slice(0, 10), []);
+    assert.deepEqual(contaminated(LARGE), []);
   });
 
   it('the code stage corpus (models/coder) reproduces no coop-python or HumanEval problem, and its data card says what was dropped', (t) => {
@@ -70,15 +76,10 @@ describe('eval problems are disjoint from training data', () => {
       t.skip(`${CODE_STAGE} is not built here (scripts/build-code-stage-data.ts, after npm run data:large); the build itself refuses contaminated documents`);
       return;
     }
-    const index = new DecontamIndex([...EVAL, ...HUMANEVAL]);
-    const docs = readJsonlGz(CODE_STAGE);
-    const hits: string[] = [];
-    for (const d of docs) {
-      const hit = index.check(d.text);
-      if (hit) hits.push(`${d.source}: ${hit.problem} (${hit.kind}: ${hit.evidence})`);
-    }
-    assert.deepEqual(hits.slice(0, 10), []);
-    const text = docs.map((d) => d.text).join('\n');
+    assert.deepEqual(contaminated(CODE_STAGE), []);
+    const text = readJsonlGz(CODE_STAGE)
+      .map((d) => d.text)
+      .join('\n');
     assert.deepEqual(
       EVAL.filter((p) => text.includes(p.prompt.trim())).map((p) => p.id),
       [],

@@ -18,9 +18,7 @@
  * discussion an agent reads the other's paragraph, with its opening, before writing its own.
  * An empty source text gives the paper prompts' error string.
  */
-import type { BaselinePrompts } from './prompts.js';
-
-const orError = (text: string, what: 'prompt' | 'abstract', prompt: () => string) => (text ? prompt() : `Error: No ${what} provided.`);
+import { type BaselinePrompts, orError } from './prompts.js';
 
 /** The two agents' openings and what their prompts share. */
 interface Openings {

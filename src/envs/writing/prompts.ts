@@ -7,7 +7,8 @@
  */
 import { pySplit } from './text-stats.js';
 
-const orError = (text: string, what: 'prompt' | 'abstract', prompt: () => string) => (text ? prompt() : `Error: No ${what} provided.`);
+/** The reference formatters' answer to an empty source text. */
+export const orError = (text: string, what: 'prompt' | 'abstract', prompt: () => string) => (text ? prompt() : `Error: No ${what} provided.`);
 
 /** TLDR agent 1, the "summary agent": a concise summary of the post. */
 export function tldrSummaryPrompt(post: string): string {
