@@ -6,6 +6,7 @@
  *   ref_nll        mean per-token NLL under the starting model (the base model of that role),
  *                  of the completion re-tokenised after the role's turn-1 prompt
  *   word_validity, distinct_2, repetition   (prose environments; src/text/fluency.ts), in %
+ *   clause_length  mean words per clause (prose environments), in words
  *
  * The table shows the worst role (highest NLL, lowest validity): hacking usually hits one agent;
  * per-role values are kept as `<metric>/agent_i`.
@@ -46,7 +47,7 @@ export function fluencyColumns<Item>(
   const f = task.formatters;
   const formatters = Array.isArray(f) && f.length !== N ? null : formattersFor(task, N);
   const out: Record<string, number> = {};
-  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], distinct_2: [], repetition: [] };
+  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], distinct_2: [], repetition: [], clause_length: [] };
   for (let i = 0; i < N; i++) {
     const lm = baseModels[i] ?? baseModels[0];
     const nll: number[] = [];
@@ -60,13 +61,15 @@ export function fluencyColumns<Item>(
     }
     if (prose)
       for (const [k, v] of Object.entries(meanTextFluency(results.map((r) => r.completions[i] ?? '')))) {
-        out[`${k}/agent_${i}`] = 100 * v;
-        worst[k].push(100 * v);
+        const shown = k === 'clause_length' ? v : 100 * v;
+        out[`${k}/agent_${i}`] = shown;
+        worst[k].push(shown);
       }
   }
   if (worst.ref_nll.length) out.ref_nll = Math.max(...worst.ref_nll);
   if (worst.word_validity.length) out.word_validity = Math.min(...worst.word_validity);
   if (worst.distinct_2.length) out.distinct_2 = Math.min(...worst.distinct_2);
   if (worst.repetition.length) out.repetition = Math.max(...worst.repetition);
+  if (worst.clause_length.length) out.clause_length = Math.min(...worst.clause_length);
   return out;
 }

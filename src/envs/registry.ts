@@ -74,6 +74,11 @@ const fluencyGuard = z
       .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
       .optional()
       .describe('also scale by a ramp on distinct-2 (unique word bigrams / bigrams): repeated phrases of real words'),
+    clause_length: z
+      .strictObject({ zero_at: z.number().min(0), full_at: z.number().gt(0) })
+      .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
+      .optional()
+      .describe('also scale by a ramp on mean words per clause (between punctuation marks): lists of fragments of real words'),
   })
   .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
   .nullable()
@@ -83,9 +88,10 @@ const fluencyGuard = z
   );
 const guardOption = (o: unknown) => {
   if (!o) return undefined;
-  const g = o as { zero_at?: number; full_at: number; distinct_2?: { zero_at: number; full_at: number } };
-  const d2 = g.distinct_2 ? { zeroAt: g.distinct_2.zero_at, fullAt: g.distinct_2.full_at } : undefined;
-  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at, distinct2: d2 };
+  type Ramp = { zero_at: number; full_at: number };
+  const g = o as { zero_at?: number; full_at: number; distinct_2?: Ramp; clause_length?: Ramp };
+  const ramp = (r: Ramp | undefined) => (r ? { zeroAt: r.zero_at, fullAt: r.full_at } : undefined);
+  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at, distinct2: ramp(g.distinct_2), clauseLength: ramp(g.clause_length) };
 };
 
 export const ENVIRONMENTS: readonly EnvEntry[] = [

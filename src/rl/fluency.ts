@@ -5,17 +5,19 @@
  *
  *   ref_nll        mean per-token NLL of a completion under the frozen starting model
  *   word_validity  share of letters in real, non-degenerate words (prose tasks; src/text/fluency.ts)
- *   distinct_2, repetition
+ *   distinct_2, repetition, clause_length (words per clause)
  *
  * The warning compares a recent window with the agent's first window: word validity more than
- * 10 points below its starting value, or ref NLL more than 50% above it.
+ * 10 points below its starting value, ref NLL more than 50% above it, or clauses less than half
+ * as long (prose turned into lists of fragments).
  */
-import { meanTextFluency } from '../text/fluency.js';
+import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 
 /** Fluency of one group of completions (one agent at one tree node). */
-export type GroupFluency = Partial<Record<'ref_nll' | 'word_validity' | 'distinct_2' | 'repetition', number>>;
+const FLUENCY_METRICS = ['ref_nll', ...TEXT_FLUENCY_METRICS] as const;
+export type GroupFluency = Partial<Record<(typeof FLUENCY_METRICS)[number], number>>;
 
 export function groupFluency(g: SampledGroup, prose: boolean): GroupFluency {
   const out: GroupFluency = {};
@@ -28,7 +30,7 @@ export function groupFluency(g: SampledGroup, prose: boolean): GroupFluency {
 /** Each metric's mean over several groups (metrics absent from every group are left out). */
 export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
   const out: GroupFluency = {};
-  for (const name of ['ref_nll', 'word_validity', 'distinct_2', 'repetition'] as const) {
+  for (const name of FLUENCY_METRICS) {
     const v = groups.flatMap((f) => (f[name] === undefined ? [] : [f[name] as number]));
     if (v.length) out[name] = mean(v);
   }
@@ -36,7 +38,7 @@ export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
 }
 
 /** Thresholds of the degradation warning. */
-export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5 } as const;
+export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5, clauseLengthRatio: 0.5 } as const;
 
 interface Seen {
   fluency: GroupFluency;
@@ -70,6 +72,9 @@ export class FluencyMonitor {
     if (wv0 !== undefined && wv !== undefined && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
     if (nll0 !== undefined && nll !== undefined && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise))
       reasons.push(`NLL under the starting model rose from ${nll0.toFixed(2)} to ${nll.toFixed(2)} nats/token`);
+    const [cl0, cl] = [start.clause_length, now.clause_length];
+    if (cl0 !== undefined && cl !== undefined && cl < cl0 * FLUENCY_WARNING.clauseLengthRatio)
+      reasons.push(`clauses shrank from ${cl0.toFixed(1)} to ${cl.toFixed(1)} words (lists of fragments?)`);
     if (reasons.length === 0) return null;
     this.warned[agent] = true;
     const ex = example.length > 300 ? `${example.slice(0, 300)}…` : example;

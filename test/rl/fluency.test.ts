@@ -26,6 +26,14 @@ describe('FluencyMonitor', () => {
     for (let k = 0; k < W && !w1; k++) w1 = m.observe(1, { word_validity: 0.5, ref_nll: 3.2 }, 'b');
     assert.ok(w1?.includes('agent 1') && w1.includes('NLL under the starting model rose'), String(w1));
   });
+  it('warns when clauses shrink to less than half their starting length (lists of fragments)', () => {
+    const m = new FluencyMonitor(1);
+    for (let k = 0; k < W; k++) m.observe(0, { word_validity: 0.9, clause_length: 6 }, 'a whole sentence of words');
+    for (let k = 0; k < W; k++) assert.equal(m.observe(0, { word_validity: 0.9, clause_length: 3.5 }, 'a kind, a sort'), null, '3.5 of 6 is tolerated');
+    let warning: string | null = null;
+    for (let k = 0; k < W && !warning; k++) warning = m.observe(0, { word_validity: 0.9, clause_length: 2.5 }, 'the subject, a sort, the justice');
+    assert.ok(warning?.includes('clauses shrank from 6.0') && warning.includes('the subject, a sort'), String(warning));
+  });
   it('stays quiet while fluency holds', () => {
     const m = new FluencyMonitor(1);
     for (let k = 0; k < 5 * W; k++) assert.equal(m.observe(0, { word_validity: 0.7 + 0.05 * Math.sin(k), ref_nll: 3 + 0.3 * Math.cos(k) }, 'ok'), null);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { distinctN, repetitionRate, textFluency, validTokens, wordValidity } from '../../src/text/fluency.js';
+import { clauseLength, distinctN, repetitionRate, textFluency, validTokens, wordValidity } from '../../src/text/fluency.js';
 
 const ENGLISH = "My girlfriend and I broke up last week because she didn't like my friends. I'm sad, but it's okay.";
 
@@ -49,4 +49,22 @@ test('distinct-2 and repetition rate', () => {
   assert.equal(repetitionRate('a b'), 0);
   const f = textFluency('the the the the');
   assert.ok(f.distinct_2 < 0.5 && f.repetition > 0.4);
+});
+
+test('clause length: words per clause separates prose from lists of fragments that word validity passes', () => {
+  const prose = 'At dawn a great whale rose beside the ship. The crew did not panic; they watched it swim along the hull for an hour.';
+  // What seed 2's agent 0 learned on the writing demo (docs/reward-hacking.md): real words, no loops.
+  const fragments = 'the subject, a sort, the justice, the to come, the Government, in which,, such a completely, at a burn.';
+  assert.equal(clauseLength(prose), 24 / 3);
+  assert.equal(clauseLength(fragments), 19 / 8);
+  assert.ok(wordValidity(fragments) > 0.9 && distinctN(fragments, 2) > 0.9, 'the other metrics pass the fragment list');
+  // a list of single words, initials, a bullet list, and no words at all
+  assert.equal(clauseLength('cats, dogs, birds, fish, cows'), 1);
+  assert.equal(clauseLength('F. P. B. L.'), 1);
+  assert.equal(clauseLength('- apples\n- pears\n- plums'), 1);
+  assert.equal(clauseLength(''), 0);
+  assert.equal(clauseLength('... , ; !'), 0);
+  // dashes between words split clauses, hyphens inside words do not
+  assert.equal(clauseLength('a well-known fact — and a long one'), 4); // well-known counts as two words
+  assert.equal(textFluency(prose).clause_length, clauseLength(prose));
 });

@@ -55,6 +55,14 @@ describe('fluency guard (env.options.fluency_guard)', () => {
     assert.equal(fluencyFactor([summary, detail], g), 1);
   });
 
+  it('with a clause-length ramp, lists of fragments of real words lose their reward', () => {
+    const list = 'the subject, a sort, the justice, the to come, the Government, in which,, such a completely, at a burn.';
+    const g = { ...GUARD, clauseLength: { zeroAt: 2, fullAt: 4 } };
+    assert.equal(fluencyFactor([list, detail], GUARD), 1, 'word validity alone passes it');
+    assert.ok(Math.abs(fluencyFactor([list, detail], g) - (19 / 8 - 2) / 2) < 1e-12);
+    assert.equal(fluencyFactor([summary, detail], g), 1);
+  });
+
   it('is off by default: the paper reward, no extra component', async () => {
     const r = (await (tldrEnvironment().task().reward as RewardFn<TldrItem>)({ completions: ['EDESE SOSE', detail], prompts: ['', ''], item, turn: 0 })) as {
       reward: number;
