@@ -196,10 +196,11 @@ What is measured: \`magrpo doctor\` first (OpenBLAS core, measured sgemm ceiling
 (forward + backward + AdamW on 8 × 128 tokens) and sampling (64 new tokens after a 16-token prompt,
 KV cache, temperature 1) of three model shapes with random weights, for magrpo and every peer found
 (PyTorch from Debian and from PyPI, llama.cpp). Peers run with their own defaults and, where a
-setting matters, their best of the settings tried. llama.cpp samples only: each Llama-style size is
-written as GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each) and run
-through llama-cpp-python's batch API (\`scripts/bench_llama.py\`); GPT-2 (124m) cannot be exported,
-so that size has no llama.cpp figures.
+setting matters, their best of the settings tried. llama.cpp samples only: each size is written as
+GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
+\`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
+batch API (\`scripts/bench_llama.py\`). Results recorded before the exporter wrote GPT-2 show
+124m's llama.cpp row as "could not run this size".
 
 A fourth size is opt-in: \`--sizes 1m,10m,124m,500m\` adds \`500m\`, Qwen2.5-0.5B's shapes (494M
 parameters, q/k/v biases, tied embeddings, random weights), with LoRA training (rank 16 on q, k, v,

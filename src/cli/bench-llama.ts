@@ -1,7 +1,8 @@
 /**
  * llama.cpp in `magrpo bench`, sampling only (llama.cpp does not train): each bench size that
- * magrpo's GGUF exporter can write (the Llama-family ones) is written, with the worker's random
- * initialisation, as two GGUF files, F32 and F16 matrices, to a temporary folder; then
+ * magrpo's GGUF exporter can write (Llama-family ones as `llama` / `qwen2`, GPT-2 as `gpt2`) is
+ * written, with the worker's random initialisation, as two GGUF files, F32 and F16 matrices, to a
+ * temporary folder; then
  * scripts/bench_llama.py (llama-cpp-python's low-level API: one sequence per batch row, a KV
  * cache of prompt + new tokens each, n_threads = n_threads_batch = the bench's threads) times the
  * same prompt and token counts as the other engines. F32 and F16 are different work, so each is
@@ -55,8 +56,8 @@ export interface SampleOnlyResults {
 
 /**
  * Writes `size`'s model, initialised as the bench worker initialises it (Rng(0)), as GGUF for
- * llama.cpp in `dir`: F32 and F16 matrices (norms F32), no tokenizer (token ids in). Or says why
- * the exporter cannot write this architecture (GPT-2: it writes Llama-family models only).
+ * llama.cpp in `dir`: F32 and F16 matrices (norms and biases F32), no tokenizer (token ids in).
+ * Or says why the exporter cannot write this model (ggufUnsupported: e.g. a sliding window).
  */
 export function writeSizeGguf(size: string, dir: string): { files: Record<Weights, string> } | { why: string } {
   const spec = SIZES[size];

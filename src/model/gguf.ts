@@ -8,15 +8,20 @@
  * byte length then UTF-8 bytes.
  *
  * The metadata and tensor names are those llama.cpp's convert_hf_to_gguf.py writes for a HF
- * Llama (or Qwen2) checkpoint with a GPT-2-style byte-level BPE tokenizer. Like that script, Q
- * and K projection rows are permuted for the `llama` architecture: HF's rotary embedding pairs
- * dimension i with i + D/2 of each head, llama.cpp's (non-NeoX) one pairs 2i with 2i + 1.
- * Qwen2 uses NeoX-style rope in llama.cpp, so its weights are written unpermuted.
+ * Llama, Qwen2 or GPT-2 checkpoint with a GPT-2-style byte-level BPE tokenizer, and the weights are
+ * rewritten as that script does per architecture:
+ * - `llama`: Q and K projection rows are permuted, since HF's rotary embedding pairs dimension i
+ *   with i + D/2 of each head and llama.cpp's (non-NeoX) one pairs 2i with 2i + 1;
+ * - `qwen2`: written as is (llama.cpp runs it with NeoX-style rope);
+ * - `gpt2`: the Conv1D matrices (c_attn, c_proj, c_fc, stored [in, out]) are transposed to
+ *   [out, in], and the tied LM head is also written as `output.weight`, a copy of `token_embd`,
+ *   as the converter did before llama.cpp #12456 (March 2025): older llama.cpp refuses a GPT-2
+ *   file without it, newer ones take either.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
-import type { LlamaConfig, ModelConfig } from './config.js';
+import type { ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
 import { loadLora, mergeLora } from './lora.js';
 import { LanguageModel } from './pretrained.js';
@@ -183,29 +188,69 @@ export function permuteForRope(data: Float32Array, heads: number, cols: number):
   return out;
 }
 
-/** llama.cpp's name of a HF Llama tensor, or null for one it has no use for. */
-export function ggufTensorName(hf: string): string | null {
-  const fixed: Record<string, string> = {
-    'model.embed_tokens.weight': 'token_embd.weight',
-    'model.norm.weight': 'output_norm.weight',
-    'lm_head.weight': 'output.weight',
-  };
-  if (fixed[hf]) return fixed[hf];
-  const m = /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/.exec(hf);
-  if (!m) return null;
-  const parts: Record<string, string> = {
-    input_layernorm: 'attn_norm',
-    'self_attn.q_proj': 'attn_q',
-    'self_attn.k_proj': 'attn_k',
-    'self_attn.v_proj': 'attn_v',
-    'self_attn.o_proj': 'attn_output',
-    post_attention_layernorm: 'ffn_norm',
-    'mlp.gate_proj': 'ffn_gate',
-    'mlp.up_proj': 'ffn_up',
-    'mlp.down_proj': 'ffn_down',
-  };
-  const part = parts[m[2]];
-  return part ? `blk.${m[1]}.${part}.${m[3]}` : null;
+/** llama.cpp's tensor names of one model family (gguf-py tensor_mapping.py). */
+interface TensorNames {
+  /** Whole-model tensors, by full HF name. */
+  fixed: Record<string, string>;
+  /** A block tensor's HF name: block index, part, then weight or bias. */
+  block: RegExp;
+  /** Block parts → llama.cpp's `blk.N.<name>`. */
+  parts: Record<string, string>;
+}
+
+const TENSOR_NAMES: Record<ModelConfig['arch'], TensorNames> = {
+  llama: {
+    fixed: {
+      'model.embed_tokens.weight': 'token_embd.weight',
+      'model.norm.weight': 'output_norm.weight',
+      'lm_head.weight': 'output.weight',
+    },
+    block: /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/,
+    parts: {
+      input_layernorm: 'attn_norm',
+      'self_attn.q_proj': 'attn_q',
+      'self_attn.k_proj': 'attn_k',
+      'self_attn.v_proj': 'attn_v',
+      'self_attn.o_proj': 'attn_output',
+      post_attention_layernorm: 'ffn_norm',
+      'mlp.gate_proj': 'ffn_gate',
+      'mlp.up_proj': 'ffn_up',
+      'mlp.down_proj': 'ffn_down',
+    },
+  },
+  gpt2: {
+    fixed: {
+      'transformer.wte.weight': 'token_embd.weight',
+      'transformer.wpe.weight': 'position_embd.weight',
+      'transformer.ln_f.weight': 'output_norm.weight',
+      'transformer.ln_f.bias': 'output_norm.bias',
+    },
+    block: /^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$/,
+    parts: {
+      ln_1: 'attn_norm',
+      'attn.c_attn': 'attn_qkv',
+      'attn.c_proj': 'attn_output',
+      ln_2: 'ffn_norm',
+      'mlp.c_fc': 'ffn_up',
+      'mlp.c_proj': 'ffn_down',
+    },
+  },
+};
+
+/** llama.cpp's name of a HF tensor of a Llama-family (default) or GPT-2 model, or null for one it has no use for. */
+export function ggufTensorName(hf: string, family: ModelConfig['arch'] = 'llama'): string | null {
+  const names = TENSOR_NAMES[family];
+  if (Object.hasOwn(names.fixed, hf)) return names.fixed[hf];
+  const m = names.block.exec(hf);
+  if (!m || !Object.hasOwn(names.parts, m[2])) return null;
+  return `blk.${m[1]}.${names.parts[m[2]]}.${m[3]}`;
+}
+
+/** Row-major [rows, cols] → [cols, rows]. */
+function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  return out;
 }
 
 interface HfTokenizerJson {
@@ -278,19 +323,21 @@ function chatTemplateOf(dir: string): string | null {
 export interface GgufExportOptions {
   /** A PEFT LoRA folder merged into the weights first. */
   adapter?: string;
-  /** Matrices in F16 (norms stay F32, as llama.cpp wants); default F32. */
+  /** Matrices in F16 (norms and biases stay F32, as llama.cpp wants); default F32. */
   dtype?: 'F32' | 'F16';
   /** general.name (default: the folder's name). */
   name?: string;
 }
 
 /**
- * Why llama.cpp cannot take this model through this exporter, or null when it can: the
- * exporter writes the `llama` and `qwen2` architectures only (no GPT-2, no sliding window, no
- * MLP / output-projection biases).
+ * Why llama.cpp cannot take this model through this exporter, or null when it can: the exporter
+ * writes the `llama`, `qwen2` and `gpt2` architectures (no sliding window; no MLP or
+ * output-projection biases on a Llama, for which llama.cpp's `llama` has no tensors). Every GPT-2
+ * this engine runs is representable: llama.cpp's `gpt2` has the same tensors, the same tanh GELU
+ * and the tied LM head.
  */
 export function ggufUnsupported(cfg: ModelConfig): string | null {
-  if (cfg.arch !== 'llama') return `GGUF export supports Llama-family models; this one is ${cfg.modelType}`;
+  if (cfg.arch === 'gpt2') return null;
   if (cfg.slidingWindow !== null) return 'sliding-window attention is not exported';
   if (cfg.modelType !== 'qwen2' && (cfg.mlpBias || cfg.oProjBias)) return 'MLP or output-projection biases have no llama.cpp tensor';
   return null;
@@ -301,25 +348,42 @@ const UNSUPPORTED_HINT: Record<string, string> = {
   'MLP or output-projection biases have no llama.cpp tensor': 'export a model without mlp_bias / attention_bias',
 };
 
+/** llama.cpp's architecture (general.architecture) of a model. */
+export type GgufArchitecture = 'llama' | 'qwen2' | 'gpt2';
+
+function architectureOf(cfg: ModelConfig): GgufArchitecture {
+  if (cfg.arch === 'gpt2') return 'gpt2';
+  return cfg.modelType === 'qwen2' ? 'qwen2' : 'llama';
+}
+
+/**
+ * A parameter's values and shape as convert_hf_to_gguf.py writes them for `arch`: `llama`
+ * permutes the Q/K rows (and biases) for its rope; `gpt2` transposes the Conv1D weights, stored
+ * [in, out], to [out, in]. `name` is the llama.cpp name.
+ */
+function llamaCppLayout(arch: GgufArchitecture, cfg: ModelConfig, name: string, p: { shape: readonly number[]; data: ArrayLike<number> }) {
+  const data = Float32Array.from(p.data);
+  const [rows, cols] = p.shape.length === 2 ? p.shape : [p.shape[0], 1];
+  if (arch === 'llama' && /\.attn_q\./.test(name)) return { shape: [...p.shape], data: permuteForRope(data, cfg.numHeads, cols) };
+  if (arch === 'llama' && /\.attn_k\./.test(name)) return { shape: [...p.shape], data: permuteForRope(data, cfg.numKvHeads, cols) };
+  if (arch === 'gpt2' && /\.(attn_qkv|attn_output|ffn_up|ffn_down)\.weight$/.test(name)) return { shape: [cols, rows], data: transpose(data, rows, cols) };
+  return { shape: [...p.shape], data };
+}
+
 /**
  * The GGUF metadata (architecture, name, file type, hyperparameters; no tokenizer) and tensors
- * of a Llama-family model: llama.cpp tensor names, Q/K rows permuted for `llama`'s rope, matrices
- * in `dtype` (norms stay F32). `source` names the model in errors.
+ * of a Llama-family or GPT-2 model: llama.cpp tensor names and layouts (llamaCppLayout), GPT-2's
+ * tied head also as `output.weight`, matrices in `dtype` (norms, biases and GPT-2's position
+ * embedding stay F32, as the converter keeps them). `source` names the model in errors.
  */
 export function ggufOfModel(
   model: CausalLM,
   opts: { dtype?: 'F32' | 'F16'; name: string; source: string },
-): { architecture: string; metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
+): { architecture: GgufArchitecture; metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
   const cfg = model.config;
   const why = ggufUnsupported(cfg);
-  if (why !== null || cfg.arch !== 'llama')
-    throw new CheckpointError(
-      'UNSUPPORTED_FEATURE',
-      opts.source,
-      why ?? 'not a Llama-family model',
-      UNSUPPORTED_HINT[why ?? ''] ?? 'export a Llama or Qwen2 model',
-    );
-  const arch = cfg.modelType === 'qwen2' ? 'qwen2' : 'llama';
+  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, why, UNSUPPORTED_HINT[why] ?? 'export a Llama, Qwen2 or GPT-2 model');
+  const arch = architectureOf(cfg);
   const dtype = opts.dtype ?? 'F32';
   const metadata: [string, GgufValue][] = [
     ['general.architecture', { type: 'string', value: arch }],
@@ -329,23 +393,23 @@ export function ggufOfModel(
   ];
   const tensors: GgufTensor[] = [];
   for (const [hf, p] of model.params) {
-    const gg = ggufTensorName(hf);
-    if (gg === null) throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama/Qwen2 model');
-    let data: Float32Array = Float32Array.from(p.data);
-    const cols = p.shape.length === 2 ? p.shape[1] : 1;
-    if (arch === 'llama' && /\.attn_q\./.test(gg)) data = permuteForRope(data, cfg.numHeads, cols);
-    if (arch === 'llama' && /\.attn_k\./.test(gg)) data = permuteForRope(data, cfg.numKvHeads, cols);
-    tensors.push({ name: gg, shape: [...p.shape], dtype: dtype === 'F16' && p.shape.length === 2 ? 'F16' : 'F32', data });
+    const name = ggufTensorName(hf, cfg.arch);
+    if (name === null)
+      throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama, Qwen2 or GPT-2 model');
+    const { shape, data } = llamaCppLayout(arch, cfg, name, p);
+    const f16 = dtype === 'F16' && shape.length === 2 && name !== 'position_embd.weight';
+    tensors.push({ name, shape, dtype: f16 ? 'F16' : 'F32', data });
+    if (arch === 'gpt2' && name === 'token_embd.weight') tensors.push({ name: 'output.weight', shape, dtype: f16 ? 'F16' : 'F32', data });
   }
   return { architecture: arch, metadata, tensors };
 }
 
 /** Writes the model folder `dir` (plus an optional merged adapter) as a GGUF file. Returns the tensor count. */
-export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: string } {
+export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: GgufArchitecture } {
   const lm = LanguageModel.load(dir);
   const configFile = join(dir, 'config.json');
   const why = ggufUnsupported(lm.model.config);
-  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, why, UNSUPPORTED_HINT[why] ?? 'export a Llama or Qwen2 model');
+  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, why, UNSUPPORTED_HINT[why] ?? 'export a Llama, Qwen2 or GPT-2 model');
   if (opts.adapter) {
     loadLora(lm.model, opts.adapter);
     mergeLora(lm.model);
@@ -361,14 +425,24 @@ export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {
  * models) as a GGUF file: tokenizer.ggml.model "none", for which llama.cpp makes
  * `<arch>.vocab_size` placeholder tokens, so any id below the vocabulary size is valid input.
  */
-export function exportModelGguf(model: CausalLM, out: string, opts: { dtype?: 'F32' | 'F16'; name: string }): { tensors: number; architecture: string } {
+export function exportModelGguf(
+  model: CausalLM,
+  out: string,
+  opts: { dtype?: 'F32' | 'F16'; name: string },
+): { tensors: number; architecture: GgufArchitecture } {
   const g = ggufOfModel(model, { ...opts, source: out });
   writeGguf(out, [...g.metadata, ['tokenizer.ggml.model', { type: 'string', value: 'none' }]], g.tensors);
   return { tensors: g.tensors.length, architecture: g.architecture };
 }
 
-function hyperparameters(arch: string, cfg: LlamaConfig): [string, GgufValue][] {
+/**
+ * The `<arch>.*` hyperparameters llama.cpp's loader reads. `vocab_size` is there for files without
+ * a tokenizer (llama.cpp takes the vocabulary size from it then); GPT-2 has LayerNorm and learned
+ * positions, so no head_count_kv (= head_count) and no rope keys.
+ */
+function hyperparameters(arch: GgufArchitecture, cfg: ModelConfig): [string, GgufValue][] {
   const u32 = (value: number) => ({ type: 'u32', value }) as const;
+  const f32 = (value: number) => ({ type: 'f32', value }) as const;
   const meta: [string, GgufValue][] = [
     [`${arch}.vocab_size`, u32(cfg.vocabSize)],
     [`${arch}.context_length`, u32(cfg.maxPositions)],
@@ -376,11 +450,14 @@ function hyperparameters(arch: string, cfg: LlamaConfig): [string, GgufValue][] 
     [`${arch}.block_count`, u32(cfg.numLayers)],
     [`${arch}.feed_forward_length`, u32(cfg.intermediateSize)],
     [`${arch}.attention.head_count`, u32(cfg.numHeads)],
-    [`${arch}.attention.head_count_kv`, u32(cfg.numKvHeads)],
-    [`${arch}.rope.freq_base`, { type: 'f32', value: cfg.ropeTheta }],
-    [`${arch}.rope.dimension_count`, u32(cfg.headDim)],
-    [`${arch}.attention.layer_norm_rms_epsilon`, { type: 'f32', value: cfg.rmsNormEps }],
   ];
+  if (cfg.arch === 'gpt2') return [...meta, [`${arch}.attention.layer_norm_epsilon`, f32(cfg.layerNormEps)]];
+  meta.push(
+    [`${arch}.attention.head_count_kv`, u32(cfg.numKvHeads)],
+    [`${arch}.rope.freq_base`, f32(cfg.ropeTheta)],
+    [`${arch}.rope.dimension_count`, u32(cfg.headDim)],
+    [`${arch}.attention.layer_norm_rms_epsilon`, f32(cfg.rmsNormEps)],
+  );
   if (cfg.headDim * cfg.numHeads !== cfg.hiddenSize)
     meta.push([`${arch}.attention.key_length`, u32(cfg.headDim)], [`${arch}.attention.value_length`, u32(cfg.headDim)]);
   return meta;

@@ -1,23 +1,26 @@
 /**
- * llama.cpp in `magrpo bench`: the bench models written as GGUF (F32 and F16; GPT-2 refused with
- * the reason), llama.cpp reading the 1m file as the same model (its logits are magrpo's), and
+ * llama.cpp in `magrpo bench`: the bench models written as GGUF (F32 and F16; GPT-2 as llama.cpp's
+ * gpt2; a model the exporter cannot write refused with the reason), llama.cpp reading the 1m file
+ * and a GPT-2-shaped one as the same models (their logits are magrpo's), and
  * scripts/bench_llama.py's JSON report on tiny settings; the sample-only table rows. The parts
  * that need llama.cpp are skipped, with the reason printed, when no Python here imports llama_cpp.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LlamaBench, type LlamaReport, llamaArgs, sampleOnlyRows, sampleThroughput, writeSizeGguf } from '../../src/cli/bench-llama.js';
-import { SIZES } from '../../src/cli/bench-models.js';
+import { SIZES, type SizeSpec } from '../../src/cli/bench-models.js';
 import { findPeers, type Peer, pypiCandidates } from '../../src/cli/bench-peers.js';
 import { Rng } from '../../src/engine/rng.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import { parseModelConfig } from '../../src/model/config.js';
+import { ggufUnsupported } from '../../src/model/gguf.js';
 import { createModel } from '../../src/model/load.js';
+import { llamaLogits } from '../helpers/llama-cpp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const script = join(root, 'scripts', 'bench_llama.py');
@@ -31,33 +34,34 @@ const llamaPython = ['/usr/bin/python3', ...pypiCandidates(root)].find(
 const skip = llamaPython === undefined ? 'llama_cpp is not importable by any Python the bench looks in (pip install llama-cpp-python)' : false;
 if (skip) console.log(`# bench-llama: skipping the llama.cpp tests: ${skip}`);
 
-/** Last-position logits of `ids` through llama.cpp (one sequence, 1 thread), from a GGUF file. */
-function llamaLogits(file: string, ids: number[]): number[] {
-  const code = `
-import ctypes, json, sys
-import llama_cpp as L
-import numpy as np
-keep = L.llama_log_callback(lambda level, text, user: None)
-L.llama_log_set(keep, ctypes.c_void_p(0))
-L.llama_backend_init()
-ids = json.loads(sys.argv[2])
-model = L.llama_model_load_from_file(sys.argv[1].encode(), L.llama_model_default_params())
-assert model, "load failed"
-p = L.llama_context_default_params()
-p.n_ctx, p.n_batch, p.n_threads, p.n_threads_batch = 64, 64, 1, 1
-ctx = L.llama_init_from_model(model, p)
-b = L.llama_batch_init(len(ids), 0, 1)
-for i, t in enumerate(ids):
-    b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = t, i, 1, i == len(ids) - 1
-    b.seq_id[i][0] = 0
-b.n_tokens = len(ids)
-assert L.llama_decode(ctx, b) == 0
-V = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
-print(json.dumps(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(V,)).tolist()))`;
-  const r = spawnSync(llamaPython as string, ['-c', code, file, JSON.stringify(ids)], { encoding: 'utf8', timeout: 120_000 });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '[]');
-}
+/** Test-scale sizes next to the bench's: GPT-2-shaped, and one the exporter refuses (sliding window). */
+const TEST_SIZES: Record<string, SizeSpec> = {
+  'tiny-gpt2': {
+    label: 'GPT-2-shaped, L2 C32 H4 V96 ctx 64',
+    hf: { model_type: 'gpt2', vocab_size: 96, n_embd: 32, n_layer: 2, n_head: 4, n_positions: 64, layer_norm_epsilon: 1e-5 },
+  },
+  'tiny-swa': {
+    label: 'Mistral-shaped with a sliding window',
+    hf: {
+      model_type: 'mistral',
+      vocab_size: 64,
+      hidden_size: 16,
+      intermediate_size: 32,
+      num_hidden_layers: 1,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      max_position_embeddings: 64,
+      sliding_window: 32,
+    },
+  },
+};
+Object.assign(SIZES, TEST_SIZES);
+after(() => {
+  for (const k of Object.keys(TEST_SIZES)) delete SIZES[k];
+});
+
+/** Last-position logits of `ids` through llama.cpp (llama.cpp's defaults, 1 thread), from a GGUF file. */
+const lastLogits = (file: string, ids: number[]) => llamaLogits(llamaPython as string, file, ids).logits.at(-1) ?? [];
 
 describe('bench models as GGUF', () => {
   let files: Record<'f32' | 'f16', string> | undefined;
@@ -78,28 +82,38 @@ describe('bench models as GGUF', () => {
     assert.ok(f16 < 0.55 * f32, `${f16} bytes in F16`);
   });
 
-  it('says why GPT-2 (124m) cannot be written instead of faking it', () => {
-    const r = writeSizeGguf('124m', tmp);
-    assert.ok('why' in r);
-    assert.match(r.why, /GGUF exporter.*Llama-family.*gpt2/);
+  it("writes GPT-2 sizes as llama.cpp's gpt2 (124m's config passes the exporter; a GPT-2 at test scale is written)", () => {
+    assert.equal(ggufUnsupported(parseModelConfig(SIZES['124m'].hf)), null);
+    const r = writeSizeGguf('tiny-gpt2', tmp);
+    assert.ok('files' in r);
+    for (const file of Object.values(r.files)) assert.ok(readFileSync(file).includes('gpt2.block_count'), file);
   });
 
-  it('llama.cpp loads the 1m file as the same model: its logits are magrpo’s (F32 and F16 weights)', { skip }, () => {
-    const files = written();
-    const model = createModel(parseModelConfig(SIZES['1m'].hf));
-    model.initialize(new Rng(0));
-    const ids = [5, 17, 300, 2047, 9, 1000];
-    const V = model.vocabSize;
-    const ours = noGrad(() => model.forward(Int32Array.from(ids), 1, ids.length).data).slice((ids.length - 1) * V);
-    for (const [w, tol] of [
-      ['f32', 2e-3],
-      ['f16', 5e-3],
-    ] as const) {
-      const theirs = llamaLogits(files[w], ids);
-      assert.equal(theirs.length, V, w);
-      let worst = 0;
-      for (let i = 0; i < V; i++) worst = Math.max(worst, Math.abs(theirs[i] - ours[i]));
-      assert.ok(worst < tol, `${w}: largest logit difference ${worst}`);
+  it('says why a size the exporter cannot write is not written instead of faking it', () => {
+    const r = writeSizeGguf('tiny-swa', tmp);
+    assert.ok('why' in r);
+    assert.match(r.why, /GGUF exporter.*sliding-window/);
+  });
+
+  it('llama.cpp loads the 1m and the GPT-2-shaped files as the same models: their logits are magrpo’s (F32 and F16 weights)', { skip }, () => {
+    for (const size of ['1m', 'tiny-gpt2']) {
+      const r = size === '1m' ? { files: written() } : writeSizeGguf(size, tmp);
+      assert.ok('files' in r);
+      const model = createModel(parseModelConfig(SIZES[size].hf));
+      model.initialize(new Rng(0));
+      const V = model.vocabSize;
+      const ids = [5, 17, 30, V - 1, 9, 0];
+      const ours = noGrad(() => model.forward(Int32Array.from(ids), 1, ids.length).data).slice((ids.length - 1) * V);
+      for (const [w, tol] of [
+        ['f32', 2e-3],
+        ['f16', 5e-3],
+      ] as const) {
+        const theirs = lastLogits(r.files[w], ids);
+        assert.equal(theirs.length, V, `${size} ${w}`);
+        let worst = 0;
+        for (let i = 0; i < V; i++) worst = Math.max(worst, Math.abs(theirs[i] - ours[i]));
+        assert.ok(worst < tol, `${size} ${w}: largest logit difference ${worst}`);
+      }
     }
   });
 
@@ -195,10 +209,10 @@ describe('llama.cpp as a bench peer', () => {
     );
     assert.deepEqual(rows, ['|llama.cpp f32|—|400 2.00x|200 3.00x|50', '|llama.cpp f16|—|300 2.67x|300 2.00x|50']);
 
-    assert.deepEqual(llama.prepare('124m'), []);
-    const not = llama.results('124m');
+    assert.deepEqual(llama.prepare('tiny-swa'), []);
+    const not = llama.results('tiny-swa');
     assert.equal(not.sample_peers, undefined);
-    assert.match(not.peers_not_run?.['llama.cpp'] ?? '', /gpt2/);
-    assert.match(sampleOnlyRows(not, { sample_tokens_per_s: {} }, String, (c) => c.join('|'))[0], /llama\.cpp {2}could not run this size: .*gpt2/);
+    assert.match(not.peers_not_run?.['llama.cpp'] ?? '', /sliding-window/);
+    assert.match(sampleOnlyRows(not, { sample_tokens_per_s: {} }, String, (c) => c.join('|'))[0], /llama\.cpp {2}could not run this size: .*sliding-window/);
   });
 });
