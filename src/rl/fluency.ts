@@ -8,7 +8,7 @@
  *   distinct_2, repetition, clause_length (words per clause)
  *
  * The warning compares a recent window with the agent's first window: word validity more than
- * 10 points below its starting value, ref NLL more than 50% above it, or clauses less than half
+ * 10 points below its starting value, ref NLL more than 50% (and 0.25 nats) above it, or clauses less than half
  * as long (prose turned into lists of fragments).
  */
 import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
@@ -37,8 +37,11 @@ export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
   return out;
 }
 
-/** Thresholds of the degradation warning. */
-export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5, clauseLengthRatio: 0.5 } as const;
+/**
+ * Thresholds of the degradation warning. A ref NLL rise must also exceed `refNllMinRise` nats:
+ * code completions start near 0.05 nats/token, where +50% is noise, not drift.
+ */
+export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5, refNllMinRise: 0.25, clauseLengthRatio: 0.5 } as const;
 
 interface Seen {
   fluency: GroupFluency;
@@ -70,7 +73,7 @@ export class FluencyMonitor {
     const [wv0, wv, nll0, nll] = [start.word_validity, now.word_validity, start.ref_nll, now.ref_nll];
     const reasons: string[] = [];
     if (wv0 !== undefined && wv !== undefined && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
-    if (nll0 !== undefined && nll !== undefined && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise))
+    if (nll0 !== undefined && nll !== undefined && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise) && nll - nll0 > FLUENCY_WARNING.refNllMinRise)
       reasons.push(`NLL under the starting model rose from ${nll0.toFixed(2)} to ${nll.toFixed(2)} nats/token`);
     const [cl0, cl] = [start.clause_length, now.clause_length];
     if (cl0 !== undefined && cl !== undefined && cl < cl0 * FLUENCY_WARNING.clauseLengthRatio)

@@ -34,6 +34,14 @@ describe('FluencyMonitor', () => {
     for (let k = 0; k < W && !warning; k++) warning = m.observe(0, { word_validity: 0.9, clause_length: 2.5 }, 'the subject, a sort, the justice');
     assert.ok(warning?.includes('clauses shrank from 6.0') && warning.includes('the subject, a sort'), String(warning));
   });
+  it('does not warn about a ref NLL rise too small to matter (code starts near 0.05 nats/token)', () => {
+    const m = new FluencyMonitor(1);
+    for (let k = 0; k < W; k++) m.observe(0, { ref_nll: 0.04 }, 'def aux(n):');
+    for (let k = 0; k < 2 * W; k++) assert.equal(m.observe(0, { ref_nll: 0.07 }, 'def aux(n):'), null);
+    let warning: string | null = null;
+    for (let k = 0; k < W && !warning; k++) warning = m.observe(0, { ref_nll: 0.5 }, 'def aux(n):');
+    assert.ok(warning?.includes('NLL under the starting model rose from 0.04'), String(warning));
+  });
   it('stays quiet while fluency holds', () => {
     const m = new FluencyMonitor(1);
     for (let k = 0; k < 5 * W; k++) assert.equal(m.observe(0, { word_validity: 0.7 + 0.05 * Math.sin(k), ref_nll: 3 + 0.3 * Math.cos(k) }, 'ok'), null);
