@@ -3,15 +3,22 @@
  * no OpenMP runtime (libgomp is not installed on a machine that only has Node.js, and a static
  * libgomp cannot go into a shared object).
  *
- * One job runs at a time: the caller posts it, wakes the workers it needs, runs slice 0 itself and
- * waits for the others. Idle workers sleep on a condition variable (no spinning: on a machine
- * shared with other jobs a spinning thread steals the core a busy one needs; this is what
- * OMP_WAIT_POLICY=passive did for the OpenMP build). A job started while another runs (from a
- * second JS worker thread) or from inside a job runs on the calling thread alone.
+ * One job runs at a time: the caller publishes it (a new generation number), wakes the workers it
+ * needs, runs slice 0 itself and waits for the others. A decode step posts dozens of jobs a few
+ * microseconds apart, and a sleeping thread takes tens of microseconds to wake, so waiting is
+ * spin-then-sleep, as OpenMP's default wait policy and ggml's thread pool do: a worker that
+ * finished a job polls for the next one for up to `g_spin_ns` (MAGRPO_SPIN_US, default 100 µs),
+ * and so does the caller waiting for the last slice; after that they sleep on a condition
+ * variable. The spin is bounded so that on a machine shared with other jobs an idle pool gives
+ * its core back within a tenth of a millisecond; MAGRPO_SPIN_US=0 never spins.
+ *
+ * A job started while another runs (from a second JS worker thread) or from inside a job runs on
+ * the calling thread alone.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "magrpo.h"
 
@@ -21,13 +28,67 @@ int thread_index(void) { return tl_tid; }
 int team_size(void) { return tl_team; }
 
 static pthread_mutex_t g_owner = PTHREAD_MUTEX_INITIALIZER; /* held by the caller of the running job */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;    /* guards everything below */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;    /* guards the sleepers and the condition variables */
 static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
-static int g_started;  /* workers running, ids 1..g_started */
-static uint64_t g_gen; /* bumped once per job */
-static int g_team, g_pending;
+static int g_started;         /* workers running, ids 1..g_started (under g_mu) */
+static int g_sleeping;        /* workers asleep on g_wake (under g_mu) */
+static int g_caller_sleeping; /* the caller is asleep on g_done (under g_mu) */
+/* The job: a generation number and the team size in one word, (generation << 16) | team, so a
+ * worker outside the team never reads a later job's size half-published. fn and ctx are written
+ * before the word is bumped (release) and read only by team members after it (acquire); the caller
+ * waits for every member before it posts the next job. */
+static uint64_t g_job;
+static int g_pending;
 static TaskFn g_fn;
 static void *g_ctx;
+static int64_t g_spin_ns = -1; /* -1: not read from the environment yet */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if MAGRPO_X86
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t spin_ns(void) {
+  int64_t v = __atomic_load_n(&g_spin_ns, __ATOMIC_RELAXED);
+  if (v >= 0) return v;
+  const char *e = getenv("MAGRPO_SPIN_US");
+  char *end = NULL;
+  long us = e && *e ? strtol(e, &end, 10) : 100;
+  if (e && *e && (*end != '\0' || us < 0)) us = 100; /* a malformed value keeps the default */
+  v = (int64_t)us * 1000;
+  __atomic_store_n(&g_spin_ns, v, __ATOMIC_RELAXED);
+  return v;
+}
+
+/* Polls until *word != value (returns 1) or the spin budget is spent (returns 0). */
+static int spin_while_equal_u64(const uint64_t *word, uint64_t value, int64_t budget) {
+  if (budget <= 0) return __atomic_load_n(word, __ATOMIC_ACQUIRE) != value;
+  int64_t deadline = now_ns() + budget;
+  for (int k = 0;; k++) {
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) return 1;
+    cpu_relax();
+    if ((k & 63) == 63 && now_ns() > deadline) return 0;
+  }
+}
+
+static int spin_while_positive(const int *word, int64_t budget) {
+  if (budget <= 0) return __atomic_load_n(word, __ATOMIC_ACQUIRE) <= 0;
+  int64_t deadline = now_ns() + budget;
+  for (int k = 0;; k++) {
+    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) <= 0) return 1;
+    cpu_relax();
+    if ((k & 63) == 63 && now_ns() > deadline) return 0;
+  }
+}
 
 typedef struct {
   int id;
@@ -38,22 +99,29 @@ static void *worker_main(void *arg) {
   WorkerStart st = *(WorkerStart *)arg;
   free(arg);
   uint64_t seen = st.seen;
-  pthread_mutex_lock(&g_mu);
   for (;;) {
-    while (g_gen == seen) pthread_cond_wait(&g_wake, &g_mu);
-    seen = g_gen;
-    if (st.id >= g_team) continue;
-    TaskFn fn = g_fn;
-    void *ctx = g_ctx;
-    int T = g_team;
-    pthread_mutex_unlock(&g_mu);
+    if (!spin_while_equal_u64(&g_job, seen, spin_ns())) {
+      /* Sleep. The caller bumps g_job before it takes g_mu to look at g_sleeping, so checking
+       * g_job again under g_mu cannot miss a job. */
+      pthread_mutex_lock(&g_mu);
+      g_sleeping++;
+      while (__atomic_load_n(&g_job, __ATOMIC_ACQUIRE) == seen) pthread_cond_wait(&g_wake, &g_mu);
+      g_sleeping--;
+      pthread_mutex_unlock(&g_mu);
+    }
+    seen = __atomic_load_n(&g_job, __ATOMIC_ACQUIRE);
+    int T = (int)(seen & 0xffff);
+    if (st.id >= T) continue;
     tl_tid = st.id;
     tl_team = T;
-    fn(st.id, T, ctx);
+    g_fn(st.id, T, g_ctx);
     tl_tid = 0;
     tl_team = 1;
-    pthread_mutex_lock(&g_mu);
-    if (--g_pending == 0) pthread_cond_signal(&g_done);
+    if (__atomic_sub_fetch(&g_pending, 1, __ATOMIC_ACQ_REL) == 0) {
+      pthread_mutex_lock(&g_mu);
+      if (g_caller_sleeping) pthread_cond_signal(&g_done);
+      pthread_mutex_unlock(&g_mu);
+    }
   }
   return NULL;
 }
@@ -71,7 +139,7 @@ static int grow_pool(int want) {
   while (g_started < want) {
     WorkerStart *st = malloc(sizeof *st);
     if (st == NULL) break;
-    *st = (WorkerStart){g_started + 1, g_gen};
+    *st = (WorkerStart){g_started + 1, __atomic_load_n(&g_job, __ATOMIC_ACQUIRE)};
     pthread_t th;
     if (pthread_create(&th, &attr, worker_main, st) != 0) {
       free(st);
@@ -91,20 +159,33 @@ void parallel_run(int T, TaskFn fn, void *ctx) {
   }
   pthread_mutex_lock(&g_mu);
   int workers = grow_pool(T - 1);
+  pthread_mutex_unlock(&g_mu);
   if (workers < T - 1) T = workers + 1;
-  g_team = T;
+  if (T <= 1) {
+    pthread_mutex_unlock(&g_owner);
+    fn(0, 1, ctx);
+    return;
+  }
+  /* Publish: every worker reads the job after it sees the new generation. Workers of the last
+   * job have all finished it (g_pending reached 0), so none still reads these fields. */
   g_fn = fn;
   g_ctx = ctx;
-  g_pending = T - 1;
-  g_gen++;
-  pthread_cond_broadcast(&g_wake);
+  __atomic_store_n(&g_pending, T - 1, __ATOMIC_RELAXED);
+  uint64_t job = __atomic_load_n(&g_job, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_job, (((job >> 16) + 1) << 16) | (uint64_t)T, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&g_mu);
+  if (g_sleeping > 0) pthread_cond_broadcast(&g_wake);
   pthread_mutex_unlock(&g_mu);
   tl_team = T;
   fn(0, T, ctx);
   tl_team = 1;
-  pthread_mutex_lock(&g_mu);
-  while (g_pending > 0) pthread_cond_wait(&g_done, &g_mu);
-  pthread_mutex_unlock(&g_mu);
+  if (!spin_while_positive(&g_pending, spin_ns())) {
+    pthread_mutex_lock(&g_mu);
+    g_caller_sleeping = 1;
+    while (__atomic_load_n(&g_pending, __ATOMIC_ACQUIRE) > 0) pthread_cond_wait(&g_done, &g_mu);
+    g_caller_sleeping = 0;
+    pthread_mutex_unlock(&g_mu);
+  }
   pthread_mutex_unlock(&g_owner);
 }
 

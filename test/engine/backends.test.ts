@@ -382,6 +382,27 @@ describe('native backend threads', () => {
     assert.throws(() => nat.setNumThreads(0), { name: 'RangeError' });
   });
 
+  it('the pool runs thousands of back-to-back jobs exactly once each, across team sizes, spinning or sleeping', () => {
+    // y += x over 2^18 elements is one pool job split by thread: a slice run twice or skipped
+    // leaves a wrong count in y. Team sizes change between jobs (workers outside the team must
+    // skip a job, not run a later one), and workers both catch jobs while spinning (back to back)
+    // and sleep between them (after a pause longer than the spin).
+    const before = nat.getNumThreads();
+    const n = 1 << 18;
+    const x = new Float32Array(n).fill(1);
+    for (const t of [4, 2, 3, 1, 2, 4]) {
+      nat.setNumThreads(t);
+      const y = new Float32Array(n);
+      for (let k = 0; k < 300; k++) nat.axpy(n, 1, x, y);
+      const until = performance.now() + 2; // let the workers fall asleep
+      while (performance.now() < until);
+      nat.axpy(n, 1, x, y);
+      const wrong = y.findIndex((v) => v !== 301);
+      assert.equal(wrong, -1, `${t} threads: y[${wrong}] = ${y[wrong]}, expected 301`);
+    }
+    nat.setNumThreads(before);
+  });
+
   it('loads and runs in worker threads', async () => {
     const code = `
       const { parentPort, workerData } = require('node:worker_threads');
