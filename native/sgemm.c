@@ -121,23 +121,27 @@ INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, in
 }
 
 #if MAGRPO_X86
-TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+/* The x86 micro-kernels are written once per tile height R (1..MR) and picked by `mr`, so an edge
+ * tile computes only its real rows: decoding runs M = 4-64 rows (G samples × items), and M = 8
+ * on the 12-row AVX-512 tile spent a third of its FMAs on padding rows and summed the tile into C
+ * with a scalar loop. Only columns past the matrix's edge still go through `add_tile`. */
+TARGET_avx2 INLINE void ukr_avx2_rows(const int R, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t nr) {
   __m256 acc[6][2];
 #pragma GCC unroll 6
-  for (int i = 0; i < 6; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {
     __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 6
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < R; i++) {
       __m256 ai = _mm256_broadcast_ss(a + i);
       acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
   __m256 va = _mm256_set1_ps(alpha);
-  if (mr == 6 && nr == 16) {
+  if (nr == 16) {
 #pragma GCC unroll 6
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < R; i++) {
       float *ci = c + i * ldc;
       _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, acc[i][0], _mm256_loadu_ps(ci)));
       _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(va, acc[i][1], _mm256_loadu_ps(ci + 8)));
@@ -145,30 +149,41 @@ TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, flo
     return;
   }
   float tile[6 * 16] __attribute__((aligned(32)));
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < R; i++) {
     _mm256_store_ps(tile + i * 16, acc[i][0]);
     _mm256_store_ps(tile + i * 16 + 8, acc[i][1]);
   }
-  add_tile(tile, 16, c, ldc, alpha, mr, nr);
+  add_tile(tile, 16, c, ldc, alpha, R, nr);
 }
 
-TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  switch (mr) {
+  case 6: ukr_avx2_rows(6, kc, a, b, c, ldc, alpha, nr); break;
+  case 5: ukr_avx2_rows(5, kc, a, b, c, ldc, alpha, nr); break;
+  case 4: ukr_avx2_rows(4, kc, a, b, c, ldc, alpha, nr); break;
+  case 3: ukr_avx2_rows(3, kc, a, b, c, ldc, alpha, nr); break;
+  case 2: ukr_avx2_rows(2, kc, a, b, c, ldc, alpha, nr); break;
+  default: ukr_avx2_rows(1, kc, a, b, c, ldc, alpha, nr); break;
+  }
+}
+
+TARGET_avx512 INLINE void ukr_avx512_rows(const int R, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t nr) {
   __m512 acc[12][2];
 #pragma GCC unroll 12
-  for (int i = 0; i < 12; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; k++, a += 12, b += 32) {
     __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < R; i++) {
       __m512 ai = _mm512_set1_ps(a[i]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
   __m512 va = _mm512_set1_ps(alpha);
-  if (mr == 12 && nr == 32) {
+  if (nr == 32) {
 #pragma GCC unroll 12
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < R; i++) {
       float *ci = c + i * ldc;
       _mm512_storeu_ps(ci, _mm512_fmadd_ps(va, acc[i][0], _mm512_loadu_ps(ci)));
       _mm512_storeu_ps(ci + 16, _mm512_fmadd_ps(va, acc[i][1], _mm512_loadu_ps(ci + 16)));
@@ -176,11 +191,28 @@ TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b,
     return;
   }
   float tile[12 * 32] __attribute__((aligned(64)));
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < R; i++) {
     _mm512_store_ps(tile + i * 32, acc[i][0]);
     _mm512_store_ps(tile + i * 32 + 16, acc[i][1]);
   }
-  add_tile(tile, 32, c, ldc, alpha, mr, nr);
+  add_tile(tile, 32, c, ldc, alpha, R, nr);
+}
+
+TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  switch (mr) {
+  case 12: ukr_avx512_rows(12, kc, a, b, c, ldc, alpha, nr); break;
+  case 11: ukr_avx512_rows(11, kc, a, b, c, ldc, alpha, nr); break;
+  case 10: ukr_avx512_rows(10, kc, a, b, c, ldc, alpha, nr); break;
+  case 9: ukr_avx512_rows(9, kc, a, b, c, ldc, alpha, nr); break;
+  case 8: ukr_avx512_rows(8, kc, a, b, c, ldc, alpha, nr); break;
+  case 7: ukr_avx512_rows(7, kc, a, b, c, ldc, alpha, nr); break;
+  case 6: ukr_avx512_rows(6, kc, a, b, c, ldc, alpha, nr); break;
+  case 5: ukr_avx512_rows(5, kc, a, b, c, ldc, alpha, nr); break;
+  case 4: ukr_avx512_rows(4, kc, a, b, c, ldc, alpha, nr); break;
+  case 3: ukr_avx512_rows(3, kc, a, b, c, ldc, alpha, nr); break;
+  case 2: ukr_avx512_rows(2, kc, a, b, c, ldc, alpha, nr); break;
+  default: ukr_avx512_rows(1, kc, a, b, c, ldc, alpha, nr); break;
+  }
 }
 #endif
 

@@ -169,6 +169,28 @@ describe(`gemm against the reference backend (${label()})`, () => {
     }
   });
 
+  it('every tile height: M = 1..25 rows, plain and pre-packed, full and edge column panels', () => {
+    // The micro-kernels are compiled once per tile height (1..MR rows: 4, 6 or 12) and picked by
+    // the rows left in a panel, so each height is its own code: 1..25 covers every height of every
+    // variant, and N = 45 gives a full panel and an edge panel of every NR (8, 16, 32).
+    const [N, K] = [45, 23];
+    for (let M = 1; M <= 25; M++) {
+      const e = gemmError(false, true, M, N, K, 1, 0);
+      assert.ok(e <= tol(K), `gemm ${M}x${N}x${K}: error ${e}`);
+      const A = uniform(M * K);
+      const B = uniform(N * K);
+      const packed = new Float32Array(nat.packedFloats(N, K));
+      nat.packB(true, N, K, B, 0, K, packed);
+      const got = new Float32Array(M * N);
+      const want = new Float32Array(M * N);
+      nat.gemmPrepacked(M, N, K, 1, A, 0, K, packed, 0, got, 0, N);
+      ref.gemm(false, true, M, N, K, 1, A, 0, K, B, 0, K, 0, want, 0, N);
+      let err = 0;
+      for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+      assert.ok(err <= tol(K), `gemmPrepacked ${M}x${N}x${K}: error ${err}`);
+    }
+  });
+
   it('a packed buffer too small for N × K is refused, naming it', () => {
     const small = new Float32Array(nat.packedFloats(10, 10) - 1);
     assert.throws(() => nat.packB(false, 10, 10, new Float32Array(100), 0, 10, small), /packed has \d+ elements, needs at least/);
