@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { matmul } from '../../src/engine/ops.js';
-import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, setWeightPacking, withPackedWeights } from '../../src/engine/packed.js';
+import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, packedWeight, setWeightPacking, withPackedWeights } from '../../src/engine/packed.js';
 import { Rng } from '../../src/engine/rng.js';
-import { setBackend, setPrecision } from '../../src/engine/runtime.js';
+import { backend, setBackend, setPrecision } from '../../src/engine/runtime.js';
 import { noGrad, Tensor } from '../../src/engine/tensor.js';
 import { parseModelConfig } from '../../src/model/config.js';
 import { createModel } from '../../src/model/load.js';
@@ -61,6 +61,16 @@ for (const name of ['native', 'reference'] as const) {
         fresh.data.every((v) => v === 0),
         'a new scope packs the zeroed weight',
       );
+      // The buffer is kept between scopes (no new allocation per sampling call) but packed again.
+      const be = backend();
+      const packOf = () => withPackedWeights(() => packedWeight(be, W.data, true, 16, 24, 16));
+      const first = packOf();
+      W.data.fill(1);
+      const second = packOf();
+      assert.ok(first !== null && first === second, 'the same buffer in the next scope');
+      const ones = withPackedWeights(() => noGrad(() => matmul(x, W, true)));
+      const sums = noGrad(() => matmul(x, new Tensor(new Float32Array(24 * 16).fill(1), [24, 16]), true));
+      assert.ok(maxDiff(ones, sums) < 1e-5, 'the kept buffer holds the weight as it is now');
     });
 
     it('rows outside PACKED_MIN_ROWS..PACKED_MAX_ROWS, products that need gradients, and bf16 precision do not use a pack', () => {
