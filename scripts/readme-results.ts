@@ -37,6 +37,9 @@ const WRITING_COLUMNS: [string, string][] = [
   ['ref_nll', 'ref NLL'],
 ];
 
+/** The writing demo's columns since words per clause was measured (older result sets lack it). */
+const WRITING_COLUMNS_CLAUSES: [string, string][] = [...WRITING_COLUMNS, ['clause_length', 'words/clause']];
+
 /** The coding demos' columns. */
 const CODING_COLUMNS: [string, string][] = [
   ['return', 'return'],
@@ -51,6 +54,10 @@ const CODING_COLUMNS: [string, string][] = [
 export const SECTIONS: Record<string, { dir: string; columns: [string, string][] }> = {
   'demo-tldr': {
     dir: 'results/demo-tldr',
+    columns: WRITING_COLUMNS_CLAUSES,
+  },
+  'demo-tldr-noclause': {
+    dir: 'results/demo-tldr-noclause',
     columns: WRITING_COLUMNS,
   },
   'demo-tldr-instruct': {
@@ -125,7 +132,11 @@ export function renderSection(name: string, root = '.'): string {
     '',
     `Mean over seeds ${seeds}, with min–max in brackets; the best return is bold. ${
       spec.columns.some(([k]) => k === 'word_validity')
-        ? "Word validity is the weakest agent's share (%) of letters in real words, ref NLL its mean per-token NLL under the untrained model (lower is more natural text). "
+        ? `Word validity is the weakest agent's share (%) of letters in real words, ref NLL its mean per-token NLL under the untrained model (lower is more natural text)${
+            spec.columns.some(([k]) => k === 'clause_length')
+              ? ', words/clause its mean words between punctuation marks (lists of fragments: 2–3; TL;DR posts: 6.8)'
+              : ''
+          }. `
         : 'Ref NLL is the mean per-token NLL of the completions under the untrained model. '
     }` +
       `Measured on ${machines.join('; ')} at commit ${commits}; each seed took ${fmt(Math.min(...wall))}–${fmt(Math.max(...wall))} min. ` +
@@ -140,7 +151,12 @@ export function renderSection(name: string, root = '.'): string {
       const agents = Object.keys(tf)
         .filter((k) => k.endsWith('/word_validity'))
         .sort()
-        .map((k) => `${k.split('/')[0].replace('_', ' ')} ${fmt(100 * tf[k].first)} → ${fmt(100 * tf[k].last)}`);
+        .map((k) => {
+          const agent = k.split('/')[0];
+          const clauses = tf[`${agent}/clause_length`];
+          const words = clauses ? ` (words/clause ${fmt(clauses.first)} → ${fmt(clauses.last)})` : '';
+          return `${agent.replace('_', ' ')} ${fmt(100 * tf[k].first)} → ${fmt(100 * tf[k].last)}${words}`;
+        });
       lines.push(`- seed ${r.seed}: ${agents.join(', ')}`);
     }
   }
