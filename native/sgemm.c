@@ -22,11 +22,14 @@
 #include <immintrin.h>
 #endif
 
-/* A pre-packed product is split between threads only above this many FLOPs: a decode step's products
- * are tens of microseconds, and waking the pool costs more than it saves below it (measured on
- * the 10m sampling bench). */
+/* A pre-packed product is split between threads only above this many FLOPs (4 M: 8 rows × 1024 ×
+ * 384 and up, ~40 µs on one core). Since the pool's threads spin for the next job instead of
+ * sleeping (pool.c), a split costs a few µs; at 16 M only the LM head split. Idle Zen 4, 2 threads,
+ * tokens/s at 16 M / 4 M / 2 M / 1 M: 10m b8 2,230-2,322 / 2,509-2,618 / 2,260-2,571 /
+ * 2,251-2,366; 10m b32 ~4,040 / 4,041-4,261 / 3,811-3,944 / 4,097-4,263; 124m b8 ~270 / ~275 /
+ * 283-300 / 286. */
 #ifndef PREPACKED_PAR_MIN_FLOPS
-#define PREPACKED_PAR_MIN_FLOPS (1 << 24)
+#define PREPACKED_PAR_MIN_FLOPS (1 << 22)
 #endif
 
 /* Packing buffers, one pair per thread, grown on demand and kept (64-byte aligned). */

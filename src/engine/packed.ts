@@ -3,9 +3,9 @@
  * (one per sequence) at each generated token; a general sgemm repacks the weight into its cache
  * panels on every call, which for a few dozen rows costs about as much as the product itself.
  * Inside `withPackedWeights(fn)`, a product of 4-64 rows with a weight packs the weight on first
- * use (the builtin sgemm's panels, native/sgemm.c) and reuses the pack until `fn` returns; the
- * packs are then dropped. The native product splits B's panels between threads with one pool
- * wake-up per product, and only above 16 MFLOP (a decode step's products take tens of
+ * use (the builtin sgemm's panels, native/sgemm.c) and reuses the pack until `fn` returns. The
+ * native product splits B's panels between threads with one pool wake-up per product, and only
+ * above 4 MFLOP (PREPACKED_PAR_MIN_FLOPS in native/sgemm.c; a decode step's products take tens of
  * microseconds). Measured on the Zen 4, 2 threads, 64 new tokens: 10m batch 8 1,880 -> 2,050
  * tokens/s, batch 32 2,940 -> 3,810; 124m batch 8 148 -> 259; 1m batch 8 10,000 -> 13,100. Batch 1
  * was slower packed on one thread (405 -> 224: one row in a 12-row register tile), so fewer than
