@@ -69,22 +69,15 @@ static int64_t spin_ns(void) {
   return v;
 }
 
-/* Polls until *word != value (returns 1) or the spin budget is spent (returns 0). */
-static int spin_while_equal_u64(const uint64_t *word, uint64_t value, int64_t budget) {
-  if (budget <= 0) return __atomic_load_n(word, __ATOMIC_ACQUIRE) != value;
-  int64_t deadline = now_ns() + budget;
-  for (int k = 0;; k++) {
-    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) return 1;
-    cpu_relax();
-    if ((k & 63) == 63 && now_ns() > deadline) return 0;
-  }
-}
+/* Polls `done(word, value)` until it holds (returns 1) or the spin budget is spent (returns 0). */
+static inline int job_posted(const void *word, uint64_t seen) { return __atomic_load_n((const uint64_t *)word, __ATOMIC_ACQUIRE) != seen; }
+static inline int team_finished(const void *word, uint64_t unused) { return __atomic_load_n((const int *)word, __ATOMIC_ACQUIRE) <= 0; }
 
-static int spin_while_positive(const int *word, int64_t budget) {
-  if (budget <= 0) return __atomic_load_n(word, __ATOMIC_ACQUIRE) <= 0;
+static inline __attribute__((always_inline)) int spin_until(int (*done)(const void *, uint64_t), const void *word, uint64_t value, int64_t budget) {
+  if (budget <= 0) return done(word, value);
   int64_t deadline = now_ns() + budget;
   for (int k = 0;; k++) {
-    if (__atomic_load_n(word, __ATOMIC_ACQUIRE) <= 0) return 1;
+    if (done(word, value)) return 1;
     cpu_relax();
     if ((k & 63) == 63 && now_ns() > deadline) return 0;
   }
@@ -100,12 +93,12 @@ static void *worker_main(void *arg) {
   free(arg);
   uint64_t seen = st.seen;
   for (;;) {
-    if (!spin_while_equal_u64(&g_job, seen, spin_ns())) {
+    if (!spin_until(job_posted, &g_job, seen, spin_ns())) {
       /* Sleep. The caller bumps g_job before it takes g_mu to look at g_sleeping, so checking
        * g_job again under g_mu cannot miss a job. */
       pthread_mutex_lock(&g_mu);
       g_sleeping++;
-      while (__atomic_load_n(&g_job, __ATOMIC_ACQUIRE) == seen) pthread_cond_wait(&g_wake, &g_mu);
+      while (!job_posted(&g_job, seen)) pthread_cond_wait(&g_wake, &g_mu);
       g_sleeping--;
       pthread_mutex_unlock(&g_mu);
     }
@@ -179,10 +172,10 @@ void parallel_run(int T, TaskFn fn, void *ctx) {
   tl_team = T;
   fn(0, T, ctx);
   tl_team = 1;
-  if (!spin_while_positive(&g_pending, spin_ns())) {
+  if (!spin_until(team_finished, &g_pending, 0, spin_ns())) {
     pthread_mutex_lock(&g_mu);
     g_caller_sleeping = 1;
-    while (__atomic_load_n(&g_pending, __ATOMIC_ACQUIRE) > 0) pthread_cond_wait(&g_done, &g_mu);
+    while (!team_finished(&g_pending, 0)) pthread_cond_wait(&g_done, &g_mu);
     g_caller_sleeping = 0;
     pthread_mutex_unlock(&g_mu);
   }

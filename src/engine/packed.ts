@@ -74,13 +74,17 @@ export function withPackedWeights<T>(fn: () => T): T {
 export function packedWeight(be: Backend, B: FloatArray, transB: boolean, rows: number, N: number, K: number): FloatArray | null {
   if (scope === null || !enabled || rows < PACKED_MIN_ROWS || rows > PACKED_MAX_ROWS || be.getPrecision() !== 'fp32') return null;
   // One array may be read both ways (a tied embedding is also the LM head): a pack per use.
-  // A buffer is reused only at this backend's size for the shape (each backend packs its own way).
-  const floats = be.packedFloats(N, K);
-  const packs = packsOf.get(B) ?? [];
-  let pack = packs.find((p) => p.transB === transB && p.N === N && p.K === K && p.data.length === floats && p.data.constructor === B.constructor);
+  let packs = packsOf.get(B) ?? [];
+  let pack = packs.find((p) => p.transB === transB && p.N === N && p.K === K);
   if (pack !== undefined && scope.has(pack)) return pack.data;
+  const floats = be.packedFloats(N, K);
   if (scopeBytes + floats * B.BYTES_PER_ELEMENT > PACK_BUDGET_BYTES) return null;
   scopeBytes += floats * B.BYTES_PER_ELEMENT;
+  // A kept buffer is reused at this backend's size only (each backend packs its own way).
+  if (pack !== undefined && pack.data.length !== floats) {
+    packs = packs.filter((p) => p !== pack);
+    pack = undefined;
+  }
   if (pack === undefined) {
     pack = { transB, N, K, data: new (B.constructor as Float32ArrayConstructor)(floats) };
     packsOf.set(B, [...packs, pack]);
