@@ -23,22 +23,6 @@
 #include <immintrin.h>
 #endif
 
-/* Round to nearest even, keeping NaNs NaN (quiet) and infinities infinite. */
-static inline uint16_t bf16_from_f32(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static inline float f32_from_bf16(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 float round_to_bf16(float x) { return f32_from_bf16(bf16_from_f32(x)); }
 
 static bool g_bf16 = false, g_emulate = false;
@@ -285,7 +269,7 @@ void gemm_bf16(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, c
       else if (beta != 1.0f)
         for (int64_t j = 0; j < N; j++) row[j] *= beta;
     }
-    GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL};
+    GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL, false};
     gemm_bf16_avx512(&g);
     return;
   }

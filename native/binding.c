@@ -92,6 +92,14 @@ static bool arg_bool(Call *c, size_t i, const char *name) {
   return b;
 }
 
+/* An optional trailing boolean: false when absent or undefined. */
+static bool arg_bool_opt(Call *c, size_t i, const char *name) {
+  if (c->failed) return false;
+  napi_valuetype t;
+  if (napi_typeof(c->env, c->argv[i], &t) != napi_ok || t == napi_undefined) return false;
+  return arg_bool(c, i, name);
+}
+
 static const char *typed_array_name(napi_typedarray_type t) {
   switch (t) {
     case napi_int8_array: return "Int8Array";
@@ -227,14 +235,16 @@ static napi_value k_gemm(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
-/* Pre-packed weights for decoding (sgemm.c): the packed buffer's size, the packing, the product. */
+/* Pre-packed weights for decoding (sgemm.c): the packed buffer's size, the packing, the product.
+ * A trailing `bf16` (optional) asks for bf16 panels: half the bytes, for precision bf16. */
 static napi_value k_packed_floats(napi_env env, napi_callback_info info) {
   Call c;
   if (!call_init(&c, env, info, "packedFloats", 2)) return NULL;
   int64_t N = arg_int(&c, 0, "N", 0), K = arg_int(&c, 1, "K", 0);
+  bool bf16 = arg_bool_opt(&c, 2, "bf16");
   if (c.failed) return NULL;
   napi_value out;
-  napi_create_double(env, (double)sgemm_packed_floats(N, K), &out);
+  napi_create_double(env, (double)sgemm_packed_floats(N, K, bf16), &out);
   return out;
 }
 
@@ -244,6 +254,7 @@ static napi_value k_pack_b(napi_env env, napi_callback_info info) {
   bool tB = arg_bool(&c, 0, "transB");
   int64_t N = arg_int(&c, 1, "N", 1), K = arg_int(&c, 2, "K", 1);
   int64_t offB = arg_int(&c, 4, "offB", 0), ldb = arg_int(&c, 5, "ldb", 0);
+  bool bf16 = arg_bool_opt(&c, 7, "bf16");
   if (c.failed) return NULL;
   if (N > INT32_MAX || K > INT32_MAX || ldb > INT32_MAX) {
     fail(&c, true, "sizes and leading dimensions must be < 2^31");
@@ -252,9 +263,9 @@ static napi_value k_pack_b(napi_env env, napi_callback_info info) {
   int64_t rowsB = tB ? N : K, colsB = tB ? K : N;
   if (ldb < colsB) fail(&c, true, "ldb = %lld is less than %lld, the row length of B as stored", (long long)ldb, (long long)colsB);
   float *B = arg_f32(&c, 3, "B", (double)offB + (double)(rowsB - 1) * ldb + colsB);
-  float *dst = arg_f32(&c, 6, "packed", (double)sgemm_packed_floats(N, K));
+  float *dst = arg_f32(&c, 6, "packed", (double)sgemm_packed_floats(N, K, bf16));
   if (c.failed) return NULL;
-  sgemm_pack_b(tB, N, K, B + offB, ldb, dst);
+  sgemm_pack_b(tB, N, K, B + offB, ldb, dst, bf16);
   return undefined(env);
 }
 
@@ -266,6 +277,7 @@ static napi_value k_gemm_prepacked(napi_env env, napi_callback_info info) {
   int64_t offA = arg_int(&c, 5, "offA", 0), lda = arg_int(&c, 6, "lda", 0);
   double beta = arg_number(&c, 8, "beta");
   int64_t offC = arg_int(&c, 10, "offC", 0), ldc = arg_int(&c, 11, "ldc", 0);
+  bool bf16 = arg_bool_opt(&c, 12, "bf16");
   if (c.failed) return NULL;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldc > INT32_MAX) {
     fail(&c, true, "sizes and leading dimensions must be < 2^31");
@@ -274,10 +286,10 @@ static napi_value k_gemm_prepacked(napi_env env, napi_callback_info info) {
   if (lda < K) fail(&c, true, "lda = %lld is less than K = %lld", (long long)lda, (long long)K);
   if (ldc < N) fail(&c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)N);
   float *A = arg_f32(&c, 4, "A", M == 0 ? 0 : (double)offA + (double)(M - 1) * lda + K);
-  float *packed = arg_f32(&c, 7, "packed", (double)sgemm_packed_floats(N, K));
+  float *packed = arg_f32(&c, 7, "packed", (double)sgemm_packed_floats(N, K, bf16));
   float *C = arg_f32(&c, 9, "C", M == 0 ? 0 : (double)offC + (double)(M - 1) * ldc + N);
   if (c.failed || M == 0) return c.failed ? NULL : undefined(env);
-  sgemm_prepacked(M, N, K, (float)alpha, A + offA, lda, packed, (float)beta, C + offC, ldc);
+  sgemm_prepacked(M, N, K, (float)alpha, A + offA, lda, packed, bf16, (float)beta, C + offC, ldc);
   return undefined(env);
 }
 

@@ -153,6 +153,6 @@ void blas_sgemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, 
         for (int64_t j = 0; j < N; j++) row[j] *= beta;
     }
   }
-  GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL};
+  GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL, false};
   kern->sgemm(&g);
 }

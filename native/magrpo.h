@@ -216,21 +216,23 @@ typedef struct {
    * decoding multiplies the same weights by a few rows per token, and packing them on every call
    * costs as much as the product. */
   const float *Bpre;
+  bool bpre_bf16; /* Bpre holds bf16 (uint16) panels: decode packs of precision bf16 */
 } GemmCall;
 
 #define SGEMM_DECLARE_(isa, _)                                                                          \
   void sgemm_builtin__##isa(const GemmCall *g);                                                       \
   void sgemm_prepacked__##isa(const GemmCall *g);                                                     \
   int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K);                                           \
-  void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
+  void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst, bool bf16);
 FOR_EACH_ISA(SGEMM_DECLARE_, _)
 
 /* Floats of a buffer for sgemm_pack_b (alignment slack included), and the packing itself: op(B)
  * ([K, N], or B [N, K] when tB) in the layout the builtin sgemm of the ISA in use reads. */
-int64_t sgemm_packed_floats(int64_t N, int64_t K);
-void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf);
+int64_t sgemm_packed_floats(int64_t N, int64_t K, bool bf16);
+void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf, bool bf16);
 /* C = alpha · A · op(B) + beta · C with op(B) packed by sgemm_pack_b into `buf` (builtin sgemm). */
-void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, float beta, float *C, int64_t ldc);
+void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, bool bf16, float beta, float *C,
+                     int64_t ldc);
 
 /* C = alpha · op(A) · op(B) + beta · C (row-major) with the BLAS chosen at load: the user's
  * OpenBLAS, or the builtin sgemm of the ISA in use. Inside a pool job (attention's heads) it
@@ -485,7 +487,7 @@ typedef struct {
   void (*sgemm)(const GemmCall *g); /* the builtin sgemm of this ISA */
   void (*sgemm_prepacked)(const GemmCall *g); /* C += alpha · A · B with g->Bpre set */
   int64_t (*sgemm_packed_floats)(int64_t N, int64_t K);
-  void (*sgemm_pack)(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst);
+  void (*sgemm_pack)(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst, bool bf16);
 #define KERNEL_FIELD(name, Args) void (*name)(int64_t lo, int64_t hi, const Args *a);
   ALL_LOOPS(KERNEL_FIELD)
 #undef KERNEL_FIELD
@@ -511,6 +513,24 @@ bool precision_bf16(void);
 bool bf16_native(void);
 bool cpu_has_avx512bf16(void);
 float round_to_bf16(float x);
+
+/* bf16 <-> fp32 bit conversions, shared by the bf16 products and the bf16 decode packs. */
+/* Round to nearest even, keeping NaNs NaN (quiet) and infinities infinite. */
+static inline uint16_t bf16_from_f32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+static inline float f32_from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 void gemm_bf16(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                float *C, int64_t ldc);
 

@@ -44,6 +44,9 @@ INLINE void log_softmax_gather_backward_rows(int64_t lo, int64_t hi, const Vocab
     if (t < 0) continue;
     const float *l = logits + r * V;
     float *g = gLogits + r * V, gr = gLogp[r], lr = lse[r];
+    /* simd: g and l are distinct rows (the compiler cannot know it; scalar, this loop took 4% of
+     * a 1m training step) */
+#pragma omp simd
     for (int64_t v = 0; v < V; v++) g[v] -= gr * fast_expf(l[v] - lr);
     g[t] += gr;
   }

@@ -105,13 +105,19 @@ INLINE void add_tile(const float *tile, int64_t NR, float *c, int64_t ldc, float
 
 typedef float v4f __attribute__((vector_size(16), aligned(4)));
 
-INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+/* B's panels hold fp32, or bf16 (`bf`, decode packs of precision bf16: half the bytes to stream). */
+INLINE void ukr_generic_b(const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   v4f acc[4][2];
   for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (v4f){0, 0, 0, 0};
-  for (int64_t k = 0; k < kc; k++, a += 4, b += 8) {
+  for (int64_t k = 0; k < kc; k++, a += 4) {
     v4f b0, b1;
-    memcpy(&b0, b, sizeof b0);
-    memcpy(&b1, b + 4, sizeof b1);
+    if (bf) {
+      const uint16_t *b = (const uint16_t *)bv + k * 8;
+      for (int j = 0; j < 4; j++) b0[j] = f32_from_bf16(b[j]), b1[j] = f32_from_bf16(b[4 + j]);
+    } else {
+      memcpy(&b0, (const float *)bv + k * 8, sizeof b0);
+      memcpy(&b1, (const float *)bv + k * 8 + 4, sizeof b1);
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) {
       acc[i][0] += a[i] * b0;
@@ -123,17 +129,37 @@ INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, in
   add_tile(tile, 8, c, ldc, alpha, mr, nr);
 }
 
+INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_generic_b(false, kc, a, b, c, ldc, alpha, mr, nr);
+}
+
+INLINE void ukr_generic_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_generic_b(true, kc, a, b, c, ldc, alpha, mr, nr);
+}
+
 #if MAGRPO_X86
 /* The x86 micro-kernels are written once per tile height R (1..MR) and picked by `mr`, so an edge
  * tile computes only its real rows: decoding runs M = 4-64 rows (G samples × items), and M = 8
  * on the 12-row AVX-512 tile spent a third of its FMAs on padding rows and summed the tile into C
  * with a scalar loop. Only columns past the matrix's edge still go through `add_tile`. */
-TARGET_avx2 INLINE void ukr_avx2_rows(const int R, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t nr) {
+/* 8 bf16 to 8 fp32: widen to 32 bits, then shift into the high half. */
+TARGET_avx2 INLINE __m256 bf16x8_avx2(const uint16_t *p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)p)), 16));
+}
+
+TARGET_avx2 INLINE void ukr_avx2_rows(const int R, const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t nr) {
   __m256 acc[6][2];
 #pragma GCC unroll 6
   for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; k++, a += 6, b += 16) {
-    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+  for (int64_t k = 0; k < kc; k++, a += 6) {
+    __m256 b0, b1;
+    if (bf) {
+      b0 = bf16x8_avx2((const uint16_t *)bv + k * 16);
+      b1 = bf16x8_avx2((const uint16_t *)bv + k * 16 + 8);
+    } else {
+      b0 = _mm256_load_ps((const float *)bv + k * 16);
+      b1 = _mm256_load_ps((const float *)bv + k * 16 + 8);
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
       __m256 ai = _mm256_broadcast_ss(a + i);
@@ -159,23 +185,44 @@ TARGET_avx2 INLINE void ukr_avx2_rows(const int R, int64_t kc, const float *a, c
   add_tile(tile, 16, c, ldc, alpha, R, nr);
 }
 
-TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+/* The tile height as a compile-time constant, so each height gets its own unrolled kernel. */
+TARGET_avx2 INLINE void ukr_avx2_b(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   switch (mr) {
-  case 6: ukr_avx2_rows(6, kc, a, b, c, ldc, alpha, nr); break;
-  case 5: ukr_avx2_rows(5, kc, a, b, c, ldc, alpha, nr); break;
-  case 4: ukr_avx2_rows(4, kc, a, b, c, ldc, alpha, nr); break;
-  case 3: ukr_avx2_rows(3, kc, a, b, c, ldc, alpha, nr); break;
-  case 2: ukr_avx2_rows(2, kc, a, b, c, ldc, alpha, nr); break;
-  default: ukr_avx2_rows(1, kc, a, b, c, ldc, alpha, nr); break;
+  case 6: ukr_avx2_rows(6, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 5: ukr_avx2_rows(5, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 4: ukr_avx2_rows(4, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 3: ukr_avx2_rows(3, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 2: ukr_avx2_rows(2, bf, kc, a, b, c, ldc, alpha, nr); break;
+  default: ukr_avx2_rows(1, bf, kc, a, b, c, ldc, alpha, nr); break;
   }
 }
 
-TARGET_avx512 INLINE void ukr_avx512_rows(const int R, int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t nr) {
+TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_avx2_b(false, kc, a, b, c, ldc, alpha, mr, nr);
+}
+
+TARGET_avx2 INLINE void ukr_avx2_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_avx2_b(true, kc, a, b, c, ldc, alpha, mr, nr);
+}
+
+/* 16 bf16 to 16 fp32: widen to 32 bits, then shift into the high half. */
+TARGET_avx512 INLINE __m512 bf16x16_avx512(const uint16_t *p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)p)), 16));
+}
+
+TARGET_avx512 INLINE void ukr_avx512_rows(const int R, const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t nr) {
   __m512 acc[12][2];
 #pragma GCC unroll 12
   for (int i = 0; i < R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; k++, a += 12, b += 32) {
-    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+  for (int64_t k = 0; k < kc; k++, a += 12) {
+    __m512 b0, b1;
+    if (bf) {
+      b0 = bf16x16_avx512((const uint16_t *)bv + k * 32);
+      b1 = bf16x16_avx512((const uint16_t *)bv + k * 32 + 16);
+    } else {
+      b0 = _mm512_load_ps((const float *)bv + k * 32);
+      b1 = _mm512_load_ps((const float *)bv + k * 32 + 16);
+    }
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++) {
       __m512 ai = _mm512_set1_ps(a[i]);
@@ -201,21 +248,30 @@ TARGET_avx512 INLINE void ukr_avx512_rows(const int R, int64_t kc, const float *
   add_tile(tile, 32, c, ldc, alpha, R, nr);
 }
 
-TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+/* The tile height as a compile-time constant, so each height gets its own unrolled kernel. */
+TARGET_avx512 INLINE void ukr_avx512_b(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   switch (mr) {
-  case 12: ukr_avx512_rows(12, kc, a, b, c, ldc, alpha, nr); break;
-  case 11: ukr_avx512_rows(11, kc, a, b, c, ldc, alpha, nr); break;
-  case 10: ukr_avx512_rows(10, kc, a, b, c, ldc, alpha, nr); break;
-  case 9: ukr_avx512_rows(9, kc, a, b, c, ldc, alpha, nr); break;
-  case 8: ukr_avx512_rows(8, kc, a, b, c, ldc, alpha, nr); break;
-  case 7: ukr_avx512_rows(7, kc, a, b, c, ldc, alpha, nr); break;
-  case 6: ukr_avx512_rows(6, kc, a, b, c, ldc, alpha, nr); break;
-  case 5: ukr_avx512_rows(5, kc, a, b, c, ldc, alpha, nr); break;
-  case 4: ukr_avx512_rows(4, kc, a, b, c, ldc, alpha, nr); break;
-  case 3: ukr_avx512_rows(3, kc, a, b, c, ldc, alpha, nr); break;
-  case 2: ukr_avx512_rows(2, kc, a, b, c, ldc, alpha, nr); break;
-  default: ukr_avx512_rows(1, kc, a, b, c, ldc, alpha, nr); break;
+  case 12: ukr_avx512_rows(12, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 11: ukr_avx512_rows(11, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 10: ukr_avx512_rows(10, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 9: ukr_avx512_rows(9, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 8: ukr_avx512_rows(8, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 7: ukr_avx512_rows(7, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 6: ukr_avx512_rows(6, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 5: ukr_avx512_rows(5, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 4: ukr_avx512_rows(4, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 3: ukr_avx512_rows(3, bf, kc, a, b, c, ldc, alpha, nr); break;
+  case 2: ukr_avx512_rows(2, bf, kc, a, b, c, ldc, alpha, nr); break;
+  default: ukr_avx512_rows(1, bf, kc, a, b, c, ldc, alpha, nr); break;
   }
+}
+
+TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_avx512_b(false, kc, a, b, c, ldc, alpha, mr, nr);
+}
+
+TARGET_avx512 INLINE void ukr_avx512_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+  ukr_avx512_b(true, kc, a, b, c, ldc, alpha, mr, nr);
 }
 #endif
 
@@ -287,6 +343,7 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
    * block cost more than a product of a few rows). A is packed per inner block, all rows. */       \
   TARGET_##isa static void sgemm_prepacked_cols__##isa(int t, int T, void *ctx) {                                    \
     const GemmCall *g = ctx;                                                                                         \
+    const bool bf = g->bpre_bf16;                                                                                    \
     int64_t nJall = (g->N + NR - 1) / NR, q0 = nJall * t / T, q1 = nJall * (t + 1) / T;                             \
     float *Ap = pack_buffer(1, (size_t)MC * KC);                                                                     \
     if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                         \
@@ -295,12 +352,18 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
       for (int64_t ic = 0; ic < g->M; ic += MC) {                                                                    \
         int64_t mc = min64(MC, g->M - ic);                                                                           \
         pack_a(g, ic, mc, pc, kc, MR, Ap);                                                                           \
+        /* bf16 packs: A is rounded too, so the product is precision bf16's (bf16 inputs, fp32 sums). */           \
+        if (bf)                                                                                                      \
+          for (int64_t i = 0; i < (mc + MR - 1) / MR * MR * kc; i++) Ap[i] = f32_from_bf16(bf16_from_f32(Ap[i]));    \
         for (int64_t q = q0; q < q1; q++) {                                                                          \
           int64_t jc = q * NR / NC * NC, nc = min64(NC, g->N - jc), nJ = (nc + NR - 1) / NR, qi = q - jc / NR;      \
-          const float *bp = g->Bpre + jc * g->K + pc * nJ * NR + qi * kc * NR;                                       \
+          int64_t off = jc * g->K + pc * nJ * NR + qi * kc * NR; /* elements of the pack */                          \
           float *cq = g->C + ic * g->ldc + jc + qi * NR;                                                             \
-          for (int64_t p = 0; p < mc; p += MR)                                                                       \
-            ukr_##isa(kc, Ap + p * kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), min64(NR, nc - qi * NR)); \
+          int64_t nr = min64(NR, nc - qi * NR);                                                                      \
+          for (int64_t p = 0; p < mc; p += MR) {                                                                     \
+            if (bf) ukr_##isa##_bf16(kc, Ap + p * kc, (const uint16_t *)g->Bpre + off, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr); \
+            else ukr_##isa(kc, Ap + p * kc, g->Bpre + off, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);  \
+          }                                                                                                          \
         }                                                                                                            \
       }                                                                                                              \
     }                                                                                                                \
@@ -313,12 +376,23 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
     else sgemm_prepacked_cols__##isa(0, 1, (void *)g);                                                               \
   }                                                                                                                  \
   TARGET_##isa int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K) { return (N + NR - 1) / NR * NR * K; }      \
-  TARGET_##isa void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst) {      \
-    GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL};                                         \
+  /* bf16 packs (`dst` then holds uint16): each block is packed in fp32, then rounded. */                        \
+  TARGET_##isa void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst, bool bf16) {  \
+    GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL, false};                                  \
+    float *tmp = bf16 ? pack_buffer(0, (size_t)NC * KC) : NULL;                                                      \
+    if (bf16 && tmp == NULL) abort(); /* 2-3 MB, kept per thread: out of memory */                                  \
     for (int64_t jc = 0; jc < N; jc += NC) {                                                                         \
       int64_t nc = min64(NC, N - jc), nJ = (nc + NR - 1) / NR;                                                       \
-      for (int64_t pc = 0; pc < K; pc += KC)                                                                         \
-        pack_b(&g, jc, nc, pc, min64(KC, K - pc), NR, 0, nJ, dst + jc * K + pc * nJ * NR);                          \
+      for (int64_t pc = 0; pc < K; pc += KC) {                                                                       \
+        int64_t kc = min64(KC, K - pc), at = jc * K + pc * nJ * NR;                                                  \
+        if (!bf16) {                                                                                                 \
+          pack_b(&g, jc, nc, pc, kc, NR, 0, nJ, dst + at);                                                           \
+          continue;                                                                                                  \
+        }                                                                                                            \
+        pack_b(&g, jc, nc, pc, kc, NR, 0, nJ, tmp);                                                                  \
+        uint16_t *d = (uint16_t *)dst + at;                                                                          \
+        for (int64_t i = 0; i < nJ * NR * kc; i++) d[i] = bf16_from_f32(tmp[i]);                                     \
+      }                                                                                                              \
     }                                                                                                                \
   }
 
@@ -336,11 +410,15 @@ SGEMM_VARIANT(avx512, 12, 32, 192, 144, 2048)
  * starts at its first 64-byte boundary, 15 floats of slack at most. */
 static float *aligned64(const float *buf) { return (float *)(((uintptr_t)buf + 63) & ~(uintptr_t)63); }
 
-int64_t sgemm_packed_floats(int64_t N, int64_t K) { return kern->sgemm_packed_floats(N, K) + 16; }
+/* bf16 packs hold two values per float of the buffer. */
+int64_t sgemm_packed_floats(int64_t N, int64_t K, bool bf16) {
+  int64_t elems = kern->sgemm_packed_floats(N, K);
+  return (bf16 ? (elems + 1) / 2 : elems) + 16;
+}
 
-void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf) { kern->sgemm_pack(tB, N, K, B, ldb, aligned64(buf)); }
+void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf, bool bf16) { kern->sgemm_pack(tB, N, K, B, ldb, aligned64(buf), bf16); }
 
-void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, float beta, float *C, int64_t ldc) {
+void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, bool bf16, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   for (int64_t i = 0; i < M && beta != 1.0f; i++) {
     float *row = C + i * ldc;
@@ -350,6 +428,6 @@ void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *
       for (int64_t j = 0; j < N; j++) row[j] *= beta;
   }
   if (K == 0 || alpha == 0.0f) return;
-  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, aligned64(buf)};
+  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, aligned64(buf), bf16};
   kern->sgemm_prepacked(&g);
 }

@@ -84,7 +84,7 @@ function section(file, r) {
   p();
   p(
     'Tokens/s (median); in parentheses the share of the sgemm limit: FLOPs per token × tokens/s ÷ ' +
-      `${f0(r.sgemm_limit_gflops)} GFLOP/s (${r.sgemm_limit}). Peer rows end with magrpo ÷ peer.`,
+      `${f0(r.sgemm_limit_gflops)} GFLOP/s (${r.sgemm_limit}). Peer rows end with magrpo ÷ peer; half-precision llama.cpp rows with magrpo in \`precision: bf16\` ÷ peer, marked (bf16).`,
   );
   p();
   p('| size | engine | train | sample b8 | sample b32 | peak RSS MB |');
@@ -101,14 +101,22 @@ function section(file, r) {
     ];
     p(`| ${size} | magrpo | ${cells(s.magrpo).join(' | ')} |`);
     const bf16 = s.magrpo.train_bf16_tokens_per_s;
-    if (bf16 !== undefined) {
-      const share = (bf16 * s.flops_per_token.train) / (r.sgemm_limit_gflops * 1e9);
-      p(`| | magrpo, \`precision: bf16\` | ${bf16.toFixed(0)} (${pct(share)}) ${(bf16 / s.magrpo.train_tokens_per_s).toFixed(2)}× fp32 | — | — | |`);
+    const bf16Sample = s.magrpo.sample_bf16_tokens_per_s;
+    if (bf16 !== undefined || bf16Sample !== undefined) {
+      const vsFp32 = (x, fp32, flops) =>
+        x === undefined ? '—' : `${x.toFixed(0)} (${pct((x * flops) / (r.sgemm_limit_gflops * 1e9))}) ${(x / fp32).toFixed(2)}× fp32`;
+      const train = vsFp32(bf16, s.magrpo.train_tokens_per_s, s.flops_per_token.train);
+      const sample = ['8', '32'].map((b) => vsFp32(bf16Sample?.[b], s.magrpo.sample_tokens_per_s[b], s.flops_per_token.sample));
+      p(`| | magrpo, \`precision: bf16\` | ${train} | ${sample.join(' | ')} | |`);
     }
     for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
     // Sample-only peers (llama.cpp): a row per weight type, no training.
     for (const t of Object.values(s.sample_peers ?? {})) {
-      const sample = ['8', '32'].map((b) => cell(t.sample_tokens_per_s[b], s.flops_per_token.sample, s.magrpo.sample_tokens_per_s[b]));
+      // Half-precision weights against ours with precision bf16 (bf16 weight packs), where measured.
+      const half = t.weights !== 'f32' && bf16Sample !== undefined;
+      const sample = ['8', '32'].map(
+        (b) => cell(t.sample_tokens_per_s[b], s.flops_per_token.sample, (half ? bf16Sample : s.magrpo.sample_tokens_per_s)[b]) + (half ? ' (bf16)' : ''),
+      );
       p(`| | ${t.engine} ${t.weights} weights | — | ${sample.join(' | ')} | ${t.peak_rss_mb.toFixed(0)} |`);
     }
     for (const [id, why] of Object.entries(s.peers_not_run ?? {})) p(`| | ${names[id] ?? id} | could not run this size: ${why} | | | |`);

@@ -224,14 +224,17 @@ export function llamaEngineText(peer: Peer, threads: number): string {
  */
 export function sampleOnlyRows(
   s: SampleOnlyResults,
-  magrpo: { sample_tokens_per_s: Record<string, number> },
+  magrpo: { sample_tokens_per_s: Record<string, number>; sample_bf16_tokens_per_s?: Record<string, number> },
   cell: (tps: number) => string,
   row: (cells: string[]) => string,
 ): string[] {
   const lines: string[] = [];
   for (const t of Object.values(s.sample_peers ?? {})) {
     const name = `${t.engine} ${t.weights}`;
-    const sample = SAMPLE_BATCHES.map((b) => `${cell(t.sample_tokens_per_s[b])} ${(magrpo.sample_tokens_per_s[b] / t.sample_tokens_per_s[b]).toFixed(2)}x`);
+    // Half-precision weights are compared with ours in precision bf16 (bf16 weight packs), where measured.
+    const half = t.weights !== 'f32' && magrpo.sample_bf16_tokens_per_s !== undefined;
+    const ours = half ? magrpo.sample_bf16_tokens_per_s! : magrpo.sample_tokens_per_s;
+    const sample = SAMPLE_BATCHES.map((b) => `${cell(t.sample_tokens_per_s[b])} ${(ours[b] / t.sample_tokens_per_s[b]).toFixed(2)}x${half ? ' bf16' : ''}`);
     lines.push(row(['', name, '—', ...sample, t.peak_rss_mb.toFixed(0)]));
   }
   for (const [id, why] of Object.entries(s.peers_not_run ?? {})) lines.push(`${row(['', id])}  could not run this size: ${why}`);

@@ -123,6 +123,8 @@ export interface ChildReport {
   train_lora?: Timings;
   /** Full training with precision: bf16 (magrpo only, where the CPU has AVX-512 BF16). */
   train_bf16?: Timings;
+  /** Sampling with precision: bf16 (magrpo only): bf16 weight packs for decoding (engine/packed.ts). */
+  sample_bf16?: Record<string, Timings>;
   /** The adapters: rank, alpha, how many projections and trainable parameters. */
   lora?: { r: number; alpha: number; modules: number; trainable_params: number };
   sample: Record<string, Timings>;
@@ -289,13 +291,18 @@ export function measureSize(size: string, reps: number, opts: { lora?: boolean }
   const train = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
   rss.full = rssMb();
   // precision: bf16 (docs/precision.md), where the CPU runs bf16 products natively.
-  if (nativePrecision().native) {
-    setPrecision('bf16');
-    try {
-      out.train_bf16 = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
-    } finally {
-      setPrecision('fp32');
+  // Sampling with it everywhere (its decode products read bf16 weight packs on every ISA), last so
+  // that the RSS figures above stay fp32's.
+  setPrecision('bf16');
+  try {
+    if (nativePrecision().native) out.train_bf16 = timed(trainStep(model, 'full', batch, rng).step, reps, TRAIN_WARMUP);
+    out.sample_bf16 = {};
+    for (const b of SAMPLE_BATCHES) {
+      const prompts = Array.from({ length: b }, () => Array.from(randomIds(PROMPT_LEN)));
+      out.sample_bf16[b] = timed(() => generate(model, prompts, { maxNewTokens: NEW_TOKENS, temperature: 1, rng }), reps);
     }
+  } finally {
+    setPrecision('fp32');
   }
   return { ...out, train, peak_rss_mb: rssMb() };
 }

@@ -75,6 +75,8 @@ export interface Throughput {
   train_lora_tokens_per_cpu_s?: number;
   /** Full training with precision: bf16 (magrpo, where measured). */
   train_bf16_tokens_per_s?: number;
+  /** Sampling with precision: bf16 (magrpo, bf16 weight packs), per batch. */
+  sample_bf16_tokens_per_s?: Record<string, number>;
   /** Peak RSS after each phase (sample, lora, full), the largest over the runs. */
   rss_mb?: Record<string, number>;
 }
@@ -354,7 +356,7 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
   p(`train = tokens/s of forward + backward + AdamW on ${TRAIN_BATCH} × ${TRAIN_SEQ} tokens${otherBatch}, every weight trained (full fine-tuning)`);
   p(`sample bN = tokens/s generating ${NEW_TOKENS} tokens for N sequences after a ${PROMPT_LEN}-token prompt (KV cache, temperature 1)`);
   p(`(x%) = FLOPs per token × tokens/s ÷ ${out.sgemm_limit_gflops.toFixed(0)} GFLOP/s (${out.sgemm_limit}): the share of the matmul limit reached`);
-  p('peer cells end with magrpo ÷ peer');
+  p('peer cells end with magrpo ÷ peer (half-precision llama.cpp rows: magrpo with precision bf16 ÷ peer, "x bf16")');
   p('');
   const widths = [5, 26, 20, 20, 20, 7];
   p(row(['size', 'engine', 'train', ...SAMPLE_BATCHES.map((b) => `sample b${b}`), 'RSS MB'], widths));
@@ -373,13 +375,13 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
     ];
     p(row([size, 'magrpo', ...cells(s.magrpo)], widths));
     const bf16 = s.magrpo.train_bf16_tokens_per_s;
-    if (bf16 !== undefined)
-      p(
-        row(
-          ['', 'magrpo, precision bf16', `${lim(bf16, s.flops_per_token.train)} ${(bf16 / s.magrpo.train_tokens_per_s).toFixed(2)}x fp32`, '—', '—', ''],
-          widths,
-        ),
-      );
+    const bf16Sample = s.magrpo.sample_bf16_tokens_per_s;
+    if (bf16 !== undefined || bf16Sample !== undefined) {
+      const vsFp32 = (x: number | undefined, fp32: number, flops: number) => (x === undefined ? '—' : `${lim(x, flops)} ${(x / fp32).toFixed(2)}x fp32`);
+      const trainCell = vsFp32(bf16, s.magrpo.train_tokens_per_s, s.flops_per_token.train);
+      const sampleCells = SAMPLE_BATCHES.map((b) => vsFp32(bf16Sample?.[b], s.magrpo.sample_tokens_per_s[b], s.flops_per_token.sample));
+      p(row(['', 'magrpo, precision bf16', trainCell, ...sampleCells, ''], widths));
+    }
     for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
     const sampleCell = (tps: number) => lim(tps, s.flops_per_token.sample);
     for (const line of sampleOnlyRows(s, s.magrpo, sampleCell, (c) => row(c, widths))) p(line);
@@ -441,6 +443,9 @@ function throughput(reports: ChildReport[]): Throughput {
   };
   const bf16 = reports.flatMap((r) => (r.train_bf16 ? [r.train_bf16] : []));
   if (bf16.length > 0) out.train_bf16_tokens_per_s = train / median(bf16.flatMap((t) => t.wall));
+  const bf16Sample = reports.flatMap((r) => (r.sample_bf16 ? [r.sample_bf16] : []));
+  if (bf16Sample.length > 0)
+    out.sample_bf16_tokens_per_s = Object.fromEntries(SAMPLE_BATCHES.map((b) => [b, (b * NEW_TOKENS) / median(bf16Sample.flatMap((t) => t[b]?.wall ?? []))]));
   const lora = reports.flatMap((r) => (r.train_lora ? [r.train_lora] : []));
   if (lora.length > 0) {
     out.train_lora_tokens_per_s = train / median(lora.flatMap((t) => t.wall));

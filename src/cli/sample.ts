@@ -1,9 +1,9 @@
 /** `magrpo sample`: text from a model folder. */
 import type { Command } from 'commander';
-import { type BackendName, setBackend } from '../engine/runtime.js';
+import { type BackendName, setBackend, setPrecision } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { checkModelFolder } from './model-folder.js';
-import { CLI, floatOption, intOption, unescapeArg } from './options.js';
+import { CLI, floatOption, intOption, precisionOption, unescapeArg } from './options.js';
 
 interface SampleFlags {
   model: string;
@@ -17,6 +17,7 @@ interface SampleFlags {
   chat?: boolean;
   stop?: string[];
   backend?: BackendName;
+  precision?: 'fp32' | 'bf16';
   json?: boolean;
 }
 
@@ -38,6 +39,7 @@ export function registerSample(program: Command): void {
       unescapeArg(v),
     ])
     .option('--backend <name>', 'kernel backend: native or reference (default: MAGRPO_BACKEND or native)')
+    .option('--precision <p>', 'matrix products: fp32, or bf16 (bf16 weights and inputs, fp32 sums: faster decoding, docs/precision.md)', precisionOption)
     .option('--json', 'print one JSON object per sample (text, tokens, log-probs)')
     .addHelpText(
       'after',
@@ -48,6 +50,7 @@ Examples:
     )
     .action((flags: SampleFlags) => {
       if (flags.backend) setBackend(flags.backend);
+      if (flags.precision) setPrecision(flags.precision);
       checkModelFolder(flags.model, '--model');
       const lm = LanguageModel.load(flags.model);
       const prompt = flags.chat ? lm.tokenizer.applyChatTemplate([{ role: 'user', content: flags.prompt }], { addGenerationPrompt: true }) : flags.prompt;

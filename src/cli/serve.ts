@@ -1,11 +1,11 @@
 /** `magrpo serve`: an OpenAI-compatible HTTP server (vLLM dialect) over a model folder and its LoRA adapters. */
 import type { Command } from 'commander';
-import { type BackendName, setBackend } from '../engine/runtime.js';
+import { type BackendName, setBackend, setPrecision } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { startServer } from '../serve/server.js';
 import { untilInterrupted } from './interrupt.js';
 import { checkModelFolder } from './model-folder.js';
-import { CLI, intOption } from './options.js';
+import { CLI, intOption, precisionOption } from './options.js';
 
 interface ServeFlags {
   model: string;
@@ -20,6 +20,7 @@ interface ServeFlags {
   lora: string[];
   seed?: number;
   backend?: BackendName;
+  precision?: 'fp32' | 'bf16';
 }
 
 export function registerServe(program: Command): void {
@@ -43,6 +44,7 @@ export function registerServe(program: Command): void {
     )
     .option('--seed <n>', 'seeds requests that give no seed (default: random)', intOption(0))
     .option('--backend <name>', 'kernel backend: native or reference (default: MAGRPO_BACKEND or native)')
+    .option('--precision <p>', 'matrix products: fp32, or bf16 (bf16 weights and inputs, fp32 sums: faster decoding, docs/precision.md)', precisionOption)
     .addHelpText(
       'after',
       `
@@ -57,6 +59,7 @@ Examples:
     )
     .action(async (flags: ServeFlags) => {
       if (flags.backend) setBackend(flags.backend);
+      if (flags.precision) setPrecision(flags.precision);
       checkModelFolder(flags.model, '--model');
       let apiKey: string | null = null;
       if (flags.apiKeyEnv) {

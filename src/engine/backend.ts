@@ -70,16 +70,22 @@ export interface Backend {
     ldc: number,
   ): void;
 
-  /** Floats of a buffer that holds op(B) [K, N] packed by `packB` (engine/packed.ts). */
-  packedFloats(N: number, K: number): number;
+  /**
+   * Floats of a buffer that holds op(B) [K, N] packed by `packB` (engine/packed.ts); a `bf16` pack
+   * holds bf16 values (two per float of the buffer on the native backend).
+   */
+  packedFloats(N: number, K: number, bf16?: boolean): number;
 
   /**
    * Packs op(B) (B stored [N, K] when `transB`, else [K, N], row stride ldb) into `packed`, in the
    * layout `gemmPrepacked` reads (the native sgemm's panels; the reference keeps op(B) dense).
    */
-  packB(transB: boolean, N: number, K: number, B: FloatArray, offB: number, ldb: number, packed: FloatArray): void;
+  packB(transB: boolean, N: number, K: number, B: FloatArray, offB: number, ldb: number, packed: FloatArray, bf16?: boolean): void;
 
-  /** C[M,N] = alpha · A[M,K] · op(B) + beta · C, with op(B) packed by `packB` (always fp32). */
+  /**
+   * C[M,N] = alpha · A[M,K] · op(B) + beta · C, with op(B) packed by `packB`. With `bf16` (the pack
+   * must be one) A is rounded to bf16 too and sums are fp32: precision bf16's product, whatever M.
+   */
   gemmPrepacked(
     M: number,
     N: number,
@@ -93,6 +99,7 @@ export interface Backend {
     C: FloatArray,
     offC: number,
     ldc: number,
+    bf16?: boolean,
   ): void;
 
   /**

@@ -134,7 +134,7 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
   const packed = shared && !needsGrad(a, b, bias) ? packedWeight(be, b.data, transB, batch * M, N, K) : null;
   if (packed !== null) {
     // Decoding inside withPackedWeights: the weight was packed once for the whole sampling call.
-    be.gemmPrepacked(batch * M, N, K, 1, a.data, 0, K, packed, beta, out.data, 0, N);
+    be.gemmPrepacked(batch * M, N, K, 1, a.data, 0, K, packed.data, beta, out.data, 0, N, packed.bf16);
   } else if (shared) {
     // One GEMM over all batch rows: [batch·M, K] × [K, N].
     be.gemm(false, transB, batch * M, N, K, 1, a.data, 0, K, b.data, 0, ldb, beta, out.data, 0, N);

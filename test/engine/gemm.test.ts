@@ -121,7 +121,7 @@ describe(`gemm against the reference backend (${label()})`, () => {
         }
   });
 
-  it('pre-packed weights (decoding): packB + gemmPrepacked equal gemm, around the tiles and blocks, both layouts, 1 and 2 threads', () => {
+  it('pre-packed weights (decoding): packB + gemmPrepacked equal gemm, around the tiles and blocks, both layouts, fp32 and bf16 packs, 1 and 2 threads', () => {
     // The packed path is always the builtin sgemm of the ISA in use, whatever BLAS gemm runs.
     const before = nat.getNumThreads();
     try {
@@ -136,33 +136,43 @@ describe(`gemm against the reference backend (${label()})`, () => {
           [1, 7, 3],
         ])
           for (const tB of [false, true])
-            for (const [alpha, beta, pad] of [
-              [1, 0, 0],
-              [0.5, -2, 2],
-            ]) {
-              const [offA, offB, offC] = pad ? [3, 5, 1] : [0, 0, 0];
-              const lda = K + pad;
-              const ldb = (tB ? K : N) + pad;
-              const ldc = N + pad;
-              const A = uniform(offA + M * lda);
-              const B = uniform(offB + (tB ? N : K) * ldb);
-              const C0 = uniform(offC + M * ldc);
-              const packed = new Float32Array(nat.packedFloats(N, K));
-              nat.packB(tB, N, K, B, offB, ldb, packed);
-              const got = C0.slice();
-              const want = C0.slice();
-              nat.gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, got, offC, ldc);
-              ref.gemm(false, tB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, want, offC, ldc);
-              let err = 0;
-              for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
-              assert.ok(err <= tol(K), `${M}x${N}x${K} tB=${tB} alpha=${alpha} beta=${beta} pad=${pad} threads=${threads}: error ${err}`);
-              // The reference backend's own packing gives the reference result too.
-              const refPacked = new Float32Array(ref.packedFloats(N, K));
-              ref.packB(tB, N, K, B, offB, ldb, refPacked);
-              const viaRef = C0.slice();
-              ref.gemmPrepacked(M, N, K, alpha, A, offA, lda, refPacked, beta, viaRef, offC, ldc);
-              assert.deepEqual(viaRef, want);
-            }
+            for (const bf16 of [false, true])
+              for (const [alpha, beta, pad] of [
+                [1, 0, 0],
+                [0.5, -2, 2],
+              ]) {
+                const [offA, offB, offC] = pad ? [3, 5, 1] : [0, 0, 0];
+                const lda = K + pad;
+                const ldb = (tB ? K : N) + pad;
+                const ldc = N + pad;
+                const A = uniform(offA + M * lda);
+                const B = uniform(offB + (tB ? N : K) * ldb);
+                const C0 = uniform(offC + M * ldc);
+                const packed = new Float32Array(nat.packedFloats(N, K, bf16));
+                nat.packB(tB, N, K, B, offB, ldb, packed, bf16);
+                const got = C0.slice();
+                nat.gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, got, offC, ldc, bf16);
+                // The reference backend's own packing: op(B) dense, rounded to bf16 for a bf16 pack.
+                const refPacked = new Float32Array(ref.packedFloats(N, K, bf16));
+                ref.packB(tB, N, K, B, offB, ldb, refPacked, bf16);
+                const want = C0.slice();
+                ref.gemmPrepacked(M, N, K, alpha, A, offA, lda, refPacked, beta, want, offC, ldc, bf16);
+                let err = 0;
+                for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+                const what = `${M}x${N}x${K} tB=${tB} bf16=${bf16} alpha=${alpha} beta=${beta} pad=${pad} threads=${threads}`;
+                assert.ok(err <= tol(K), `${what}: error ${err}`);
+                const plain = C0.slice();
+                ref.gemm(false, tB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, plain, offC, ldc);
+                if (!bf16) {
+                  // An fp32 pack is the plain product.
+                  assert.deepEqual(want, plain);
+                } else if (K >= 32) {
+                  // A bf16 pack rounds both operands (8 bits of mantissa): close to the fp32 product, not equal.
+                  let diff = 0;
+                  for (let i = 0; i < got.length; i++) diff = Math.max(diff, Math.abs(got[i] - plain[i]) / (1 + Math.abs(plain[i])));
+                  assert.ok(diff > 0 && diff < 0.05 * Math.sqrt(K), `${what}: bf16 differs from fp32 by ${diff}`);
+                }
+              }
       }
     } finally {
       nat.setNumThreads(before);
@@ -179,15 +189,19 @@ describe(`gemm against the reference backend (${label()})`, () => {
       assert.ok(e <= tol(K), `gemm ${M}x${N}x${K}: error ${e}`);
       const A = uniform(M * K);
       const B = uniform(N * K);
-      const packed = new Float32Array(nat.packedFloats(N, K));
-      nat.packB(true, N, K, B, 0, K, packed);
-      const got = new Float32Array(M * N);
-      const want = new Float32Array(M * N);
-      nat.gemmPrepacked(M, N, K, 1, A, 0, K, packed, 0, got, 0, N);
-      ref.gemm(false, true, M, N, K, 1, A, 0, K, B, 0, K, 0, want, 0, N);
-      let err = 0;
-      for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
-      assert.ok(err <= tol(K), `gemmPrepacked ${M}x${N}x${K}: error ${err}`);
+      for (const bf16 of [false, true]) {
+        const packed = new Float32Array(nat.packedFloats(N, K, bf16));
+        nat.packB(true, N, K, B, 0, K, packed, bf16);
+        const refPacked = new Float32Array(ref.packedFloats(N, K, bf16));
+        ref.packB(true, N, K, B, 0, K, refPacked, bf16);
+        const got = new Float32Array(M * N);
+        const want = new Float32Array(M * N);
+        nat.gemmPrepacked(M, N, K, 1, A, 0, K, packed, 0, got, 0, N, bf16);
+        ref.gemmPrepacked(M, N, K, 1, A, 0, K, refPacked, 0, want, 0, N, bf16);
+        let err = 0;
+        for (let i = 0; i < got.length; i++) err = Math.max(err, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+        assert.ok(err <= tol(K), `gemmPrepacked ${M}x${N}x${K} bf16=${bf16}: error ${err}`);
+      }
     }
   });
 
@@ -195,6 +209,11 @@ describe(`gemm against the reference backend (${label()})`, () => {
     const small = new Float32Array(nat.packedFloats(10, 10) - 1);
     assert.throws(() => nat.packB(false, 10, 10, new Float32Array(100), 0, 10, small), /packed has \d+ elements, needs at least/);
     assert.throws(() => nat.gemmPrepacked(2, 10, 10, 1, new Float32Array(20), 0, 10, small, 0, new Float32Array(20), 0, 10), /packed/);
+    // A bf16 pack is half the size, and an fp32 product cannot read one as fp32.
+    const half = new Float32Array(nat.packedFloats(10, 10, true));
+    assert.ok(half.length < small.length);
+    nat.packB(false, 10, 10, new Float32Array(100), 0, 10, half, true);
+    assert.throws(() => nat.gemmPrepacked(2, 10, 10, 1, new Float32Array(20), 0, 10, half, 0, new Float32Array(20), 0, 10), /packed has \d+ elements/);
   });
 
   it('two threads give the one-thread result on products large enough to split', () => {

@@ -1,7 +1,8 @@
 /**
  * engine/packed.ts: inside withPackedWeights, products of PACKED_MIN_ROWS..PACKED_MAX_ROWS rows with a shared weight use one
  * packing of it (native packB + gemmPrepacked, tested against the reference in gemm.test.ts);
- * other products, gradients and bf16 precision keep the plain gemm; the packs die with the scope.
+ * other products and gradients keep the plain gemm; under bf16 precision the packs hold bf16 and
+ * the products are bf16's; the packs die with the scope.
  * Sampling with packing gives the tokens sampling without it gives.
  */
 import assert from 'node:assert/strict';
@@ -73,7 +74,7 @@ for (const name of ['native', 'reference'] as const) {
       assert.ok(maxDiff(ones, sums) < 1e-5, 'the kept buffer holds the weight as it is now');
     });
 
-    it('rows outside PACKED_MIN_ROWS..PACKED_MAX_ROWS, products that need gradients, and bf16 precision do not use a pack', () => {
+    it('rows outside PACKED_MIN_ROWS..PACKED_MAX_ROWS and products that need gradients do not use a pack; bf16 precision uses a bf16 one', () => {
       const W = randn([24, 16], true);
       const probe = (rows: number, grad: boolean) =>
         withPackedWeights(() => {
@@ -91,7 +92,24 @@ for (const name of ['native', 'reference'] as const) {
       assert.equal(probe(16, false), false, '16 rows without gradients: packed');
       setPrecision('bf16');
       try {
-        assert.equal(probe(16, false), true, 'bf16 precision: its own products');
+        assert.equal(probe(16, false), false, 'bf16 precision: packed too');
+        // Its pack rounds both operands, as bf16 precision's gemm does (from 16 rows): same products.
+        const x = randn([16, 16]);
+        const plain = noGrad(() => matmul(x, W, true));
+        const packed = withPackedWeights(() => noGrad(() => matmul(x, W, true)));
+        assert.ok(maxDiff(plain, packed) < 1e-5, 'the bf16 pack gives the bf16 gemm');
+        const pack = withPackedWeights(() => packedWeight(backend(), W.data, true, 16, 24, 16));
+        assert.equal(pack?.bf16, true);
+      } finally {
+        setPrecision('fp32');
+      }
+      const x = randn([8, 16]);
+      const fp32 = noGrad(() => matmul(x, W, true));
+      setPrecision('bf16');
+      try {
+        const bf16 = withPackedWeights(() => noGrad(() => matmul(x, W, true)));
+        const d = maxDiff(fp32, bf16);
+        assert.ok(d > 0 && d < 0.05, `8 rows: bf16-rounded, close to fp32 (differs by ${d})`);
       } finally {
         setPrecision('fp32');
       }

@@ -125,12 +125,19 @@ export const referenceBackend: Backend = {
     return N * K;
   },
 
-  // The reference's "packing" is op(B) as a dense [K, N] copy; the product is then a plain gemm.
-  packB(transB, N, K, B, offB, ldb, packed) {
-    for (let k = 0; k < K; k++) for (let j = 0; j < N; j++) packed[k * N + j] = transB ? B[offB + j * ldb + k] : B[offB + k * ldb + j];
+  // The reference's "packing" is op(B) as a dense [K, N] copy (rounded to bf16 values for a bf16
+  // pack); the product is then a plain gemm.
+  packB(transB, N, K, B, offB, ldb, packed, bf16 = false) {
+    const round = bf16 ? roundToBf16 : (x: number) => x;
+    for (let k = 0; k < K; k++) for (let j = 0; j < N; j++) packed[k * N + j] = round(transB ? B[offB + j * ldb + k] : B[offB + k * ldb + j]);
   },
 
-  gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, C, offC, ldc) {
+  gemmPrepacked(M, N, K, alpha, A, offA, lda, packed, beta, C, offC, ldc, bf16 = false) {
+    if (bf16) {
+      const rounded = new Float32Array(M * K);
+      for (let i = 0; i < M; i++) for (let k = 0; k < K; k++) rounded[i * K + k] = roundToBf16(A[offA + i * lda + k]);
+      [A, offA, lda] = [rounded, 0, K];
+    }
     const fp32 = precision;
     precision = 'fp32';
     try {
