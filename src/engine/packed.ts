@@ -46,10 +46,15 @@ interface Pack {
   data: FloatArray;
 }
 
+/** The packs current in a scope, and their bytes (against PACK_BUDGET_BYTES). */
+interface ScopeState {
+  packs: Set<Pack>;
+  bytes: number;
+}
+
 /** Every pack made so far, per weight array; a pack is current only when it is in `scope`. */
 let packsOf = new WeakMap<FloatArray, Pack[]>();
-let scope: Set<Pack> | null = null;
-let scopeBytes = 0;
+let scope: ScopeState | null = null;
 // MAGRPO_PACK_WEIGHTS=0 turns packing off for a whole process (A/B benchmarks).
 let enabled = process.env.MAGRPO_PACK_WEIGHTS !== '0';
 
@@ -59,15 +64,36 @@ export function setWeightPacking(on: boolean): void {
   if (!on) packsOf = new WeakMap();
 }
 
-/** Runs `fn` with weight packing on (nested calls share the outer scope). */
-export function withPackedWeights<T>(fn: () => T): T {
+function runIn<T>(state: ScopeState, fn: () => T): T {
   if (scope !== null) return fn();
-  scope = new Set();
-  scopeBytes = 0;
+  scope = state;
   try {
     return fn();
   } finally {
     scope = null;
+  }
+}
+
+/** Runs `fn` with weight packing on (nested calls share the outer scope). */
+export function withPackedWeights<T>(fn: () => T): T {
+  return runIn({ packs: new Set(), bytes: 0 }, fn);
+}
+
+/**
+ * A scope whose packs stay current from one `run` to the next: for a process that decodes step by
+ * step with weights that never change (`magrpo serve`'s batch engine, one `run` per decode step,
+ * where packing on every step would cost as much as the products). `invalidate()` after changing
+ * a weight; adapters (LoRA) are separate products and need not.
+ */
+export class PackScope {
+  private state: ScopeState = { packs: new Set(), bytes: 0 };
+
+  run<T>(fn: () => T): T {
+    return runIn(this.state, fn);
+  }
+
+  invalidate(): void {
+    this.state = { packs: new Set(), bytes: 0 };
   }
 }
 
@@ -89,10 +115,10 @@ export function packedWeight(be: Backend, B: FloatArray, transB: boolean, rows: 
   // One array may be read both ways (a tied embedding is also the LM head): a pack per use.
   let packs = packsOf.get(B) ?? [];
   let pack = packs.find((p) => p.transB === transB && p.bf16 === bf16 && p.N === N && p.K === K);
-  if (pack !== undefined && scope.has(pack)) return pack;
+  if (pack !== undefined && scope.packs.has(pack)) return pack;
   const floats = be.packedFloats(N, K, bf16);
-  if (scopeBytes + floats * B.BYTES_PER_ELEMENT > PACK_BUDGET_BYTES) return null;
-  scopeBytes += floats * B.BYTES_PER_ELEMENT;
+  if (scope.bytes + floats * B.BYTES_PER_ELEMENT > PACK_BUDGET_BYTES) return null;
+  scope.bytes += floats * B.BYTES_PER_ELEMENT;
   // A kept buffer is reused at this backend's size only (each backend packs its own way).
   if (pack !== undefined && pack.data.length !== floats) {
     packs = packs.filter((p) => p !== pack);
@@ -103,6 +129,6 @@ export function packedWeight(be: Backend, B: FloatArray, transB: boolean, rows: 
     packsOf.set(B, [...packs, pack]);
   }
   be.packB(transB, N, K, B, 0, transB ? K : N, pack.data, bf16);
-  scope.add(pack);
+  scope.packs.add(pack);
   return pack;
 }

@@ -15,6 +15,7 @@
  * token for token, whatever else shares the batch.
  */
 import type { FloatArray } from '../engine/backend.js';
+import { PackScope } from '../engine/packed.js';
 import { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
@@ -118,6 +119,7 @@ export class BatchEngine {
   private wake: (() => void) | null = null;
   private closed = false;
   private readonly loop: Promise<void>;
+  private readonly packs = new PackScope();
   readonly stats: EngineStats = { groupsSubmitted: 0, groupsFinished: 0, decodeSteps: 0, maxRowsInStep: 0, joinedMidFlight: 0, running: 0, queued: 0 };
 
   constructor(
@@ -156,6 +158,8 @@ export class BatchEngine {
 
   /** Removes an adapter; a batch already decoding with it finishes with the weights it started with. */
   unloadAdapter(name: string): boolean {
+    // Drops the packs of its weights (the scope holds them); the base is packed again on the next step.
+    this.packs.invalidate();
     return this.adapters.delete(name);
   }
 
@@ -193,10 +197,13 @@ export class BatchEngine {
         continue;
       }
       try {
-        noGrad(() => {
-          this.admit();
-          if (this.rows.length > 0) this.step();
-        });
+        // The base weights never change while serving: packed once, for every step (engine/packed.ts).
+        this.packs.run(() =>
+          noGrad(() => {
+            this.admit();
+            if (this.rows.length > 0) this.step();
+          }),
+        );
       } catch (e) {
         this.failRunning(e as Error);
       }

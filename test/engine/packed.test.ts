@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { matmul } from '../../src/engine/ops.js';
-import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, packedWeight, setWeightPacking, withPackedWeights } from '../../src/engine/packed.js';
+import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, PackScope, packedWeight, setWeightPacking, withPackedWeights } from '../../src/engine/packed.js';
 import { Rng } from '../../src/engine/rng.js';
 import { backend, setBackend, setPrecision } from '../../src/engine/runtime.js';
 import { noGrad, Tensor } from '../../src/engine/tensor.js';
@@ -158,5 +158,30 @@ describe('withPackedWeights bookkeeping', () => {
     assert.ok(maxDiff(plainT, t) < 1e-5);
     assert.ok(maxDiff(plainN, n) < 1e-5);
     assert.ok(maxDiff(plainT, plainN) > 0.01, 'the two layouts differ for this W');
+  });
+});
+
+describe('PackScope (a scope kept across calls: magrpo serve)', () => {
+  it('packs once for every run until invalidated, then packs the weight as it is', () => {
+    setBackend('native');
+    const W = randn([24, 16], true);
+    const x = randn([8, 16]);
+    const before = noGrad(() => matmul(x, W, true));
+    const scope = new PackScope();
+    const first = scope.run(() => noGrad(() => matmul(x, W, true)));
+    W.data.fill(0);
+    const second = scope.run(() => noGrad(() => matmul(x, W, true)));
+    assert.ok(maxDiff(before, first) < 1e-5);
+    assert.ok(maxDiff(before, second) < 1e-5, 'the next run reads the pack made in the first');
+    scope.invalidate();
+    const third = scope.run(() => noGrad(() => matmul(x, W, true)));
+    assert.ok(
+      third.data.every((v) => v === 0),
+      'after invalidate() the zeroed weight is packed again',
+    );
+    // Outside any scope a product reads the weight itself.
+    W.data.fill(1);
+    const plain = noGrad(() => matmul(x, W, true));
+    assert.ok(maxDiff(plain, third) > 0.1);
   });
 });
