@@ -93,6 +93,20 @@ INLINE void pack_b(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_
   }
 }
 
+/* Rounds x[0, n) to bf16 values in place, as bf16_from_f32 does (nearest even, NaN stays NaN),
+ * without a branch so that it vectorises in each ISA's driver: decode products of a small model
+ * round an A panel per call, and the scalar loop cost as much as the product at 1m. */
+INLINE void round_bf16_inplace(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, x + i, sizeof u);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    uint32_t nan = (u | 0x400000u) & 0xffff0000u;
+    r = (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+    memcpy(x + i, &r, sizeof r);
+  }
+}
+
 /* Adds alpha · tile (MR × NR, row stride NR) to the mr × nr corner of C: edge tiles. */
 INLINE void add_tile(const float *tile, int64_t NR, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   for (int64_t i = 0; i < mr; i++)
@@ -353,8 +367,7 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         int64_t mc = min64(MC, g->M - ic);                                                                           \
         pack_a(g, ic, mc, pc, kc, MR, Ap);                                                                           \
         /* bf16 packs: A is rounded too, so the product is precision bf16's (bf16 inputs, fp32 sums). */           \
-        if (bf)                                                                                                      \
-          for (int64_t i = 0; i < (mc + MR - 1) / MR * MR * kc; i++) Ap[i] = f32_from_bf16(bf16_from_f32(Ap[i]));    \
+        if (bf) round_bf16_inplace(Ap, (mc + MR - 1) / MR * MR * kc);                                                \
         for (int64_t q = q0; q < q1; q++) {                                                                          \
           int64_t jc = q * NR / NC * NC, nc = min64(NC, g->N - jc), nJ = (nc + NR - 1) / NR, qi = q - jc / NR;      \
           int64_t off = jc * g->K + pc * nJ * NR + qi * kc * NR; /* elements of the pack */                          \

@@ -205,6 +205,26 @@ describe(`gemm against the reference backend (${label()})`, () => {
     }
   });
 
+  it('a bf16 pack rounds A as bf16 precision does: ties to even, NaN and infinities kept (exact, K = 1)', () => {
+    // With B = 1 in bf16 and K = 1, each output is A rounded to bf16, so it must equal the
+    // reference rounding bit for bit, whichever vector width rounded it.
+    const specials = [1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -9, -(1 + 2 ** -8), 3.14159, 65504.7, 1e-40, Number.NaN, Number.POSITIVE_INFINITY, -0, 3.4e38];
+    const M = specials.length;
+    for (const rows of [M, 4]) {
+      const A = Float32Array.from(specials.slice(0, rows));
+      const B = new Float32Array([1, 1, 1]); // K = 1, N = 3
+      const packed = new Float32Array(nat.packedFloats(3, 1, true));
+      nat.packB(false, 3, 1, B, 0, 3, packed, true);
+      const got = new Float32Array(rows * 3);
+      nat.gemmPrepacked(rows, 3, 1, 1, A, 0, 1, packed, 0, got, 0, 3, true);
+      const refPacked = new Float32Array(ref.packedFloats(3, 1, true));
+      ref.packB(false, 3, 1, B, 0, 3, refPacked, true);
+      const want = new Float32Array(rows * 3);
+      ref.gemmPrepacked(rows, 3, 1, 1, A, 0, 1, refPacked, 0, want, 0, 3, true);
+      for (let i = 0; i < rows * 3; i++) assert.ok(Object.is(got[i], want[i]), `A = ${A[Math.floor(i / 3)]}: got ${got[i]}, want ${want[i]}`);
+    }
+  });
+
   it('a packed buffer too small for N × K is refused, naming it', () => {
     const small = new Float32Array(nat.packedFloats(10, 10) - 1);
     assert.throws(() => nat.packB(false, 10, 10, new Float32Array(100), 0, 10, small), /packed has \d+ elements, needs at least/);
