@@ -21,6 +21,7 @@ import { Rng } from '../engine/rng.js';
 import { backend } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { OpenAISampler } from '../rollout/openai.js';
+import { childExecArgv } from './node-flags.js';
 
 /** Short prose and code openings (the shipped models were pretrained on both). */
 export const ROLLOUT_PROMPTS = [
@@ -253,7 +254,7 @@ export async function runRolloutBench(model: string | true, flags: { quick?: boo
   const dir = model === true ? join(packageRoot(), 'models', 'base') : model;
   if (!existsSync(join(dir, 'config.json'))) throw new Error(`--rollout ${dir}: not a model folder (no config.json)`);
   const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
-  const report = await measureRollout(rolloutSettings(dir, flags.quick === true, flags.threads), [...process.execArgv, process.argv[1]], log);
+  const report = await measureRollout(rolloutSettings(dir, flags.quick === true, flags.threads), [...childExecArgv(), process.argv[1]], log);
   process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : formatRollout(report));
 }
 

@@ -39,6 +39,7 @@ import {
 } from './bench-models.js';
 import { findPeers, type Peer } from './bench-peers.js';
 import { runRolloutBench } from './bench-rollout.js';
+import { childExecArgv } from './node-flags.js';
 import { CLI, intOption } from './options.js';
 
 const MATMUL_SHAPES: readonly [number, number, number][] = [
@@ -183,6 +184,7 @@ function runBench(flags: BenchFlags): void {
     OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? '',
     openblas_core: core,
     OPENBLAS_CORETYPE: process.env.OPENBLAS_CORETYPE ?? '(unset)',
+    node_flags: childExecArgv().join(' '),
   };
   const ourEnv = { ...process.env, MAGRPO_NUM_THREADS: String(threads) };
   // Peers get their own OpenMP defaults: no wait policy or thread count unless the user set one.
@@ -199,7 +201,7 @@ function runBench(flags: BenchFlags): void {
   const ours = (size: string) => {
     log(`${size}: magrpo (${threads} thread(s))`);
     const extra = [...(flags.quick ? ['--quick'] : []), ...(flags.lora ? ['--lora'] : [])];
-    return runChild(process.execPath, [...process.execArgv, process.argv[1], 'bench', '--worker', size, ...extra], ourEnv);
+    return runChild(process.execPath, [...childExecArgv(), process.argv[1], 'bench', '--worker', size, ...extra], ourEnv);
   };
   const peer = (size: string, p: Peer, variant: Peer['variants'][number]) => {
     log(`${size}: ${p.name}, ${variant.label}`);
