@@ -120,7 +120,7 @@ INLINE void add_tile(const float *tile, int64_t NR, float *c, int64_t ldc, float
 typedef float v4f __attribute__((vector_size(16), aligned(4)));
 
 /* B's panels hold fp32, or bf16 (`bf`, decode packs of precision bf16: half the bytes to stream). */
-INLINE void ukr_generic_b(const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+INLINE void ukr_generic(const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   v4f acc[4][2];
   for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (v4f){0, 0, 0, 0};
   for (int64_t k = 0; k < kc; k++, a += 4) {
@@ -143,13 +143,7 @@ INLINE void ukr_generic_b(const bool bf, int64_t kc, const float *a, const void 
   add_tile(tile, 8, c, ldc, alpha, mr, nr);
 }
 
-INLINE void ukr_generic(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_generic_b(false, kc, a, b, c, ldc, alpha, mr, nr);
-}
 
-INLINE void ukr_generic_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_generic_b(true, kc, a, b, c, ldc, alpha, mr, nr);
-}
 
 #if MAGRPO_X86
 /* The x86 micro-kernels are written once per tile height R (1..MR) and picked by `mr`, so an edge
@@ -200,7 +194,7 @@ TARGET_avx2 INLINE void ukr_avx2_rows(const int R, const bool bf, int64_t kc, co
 }
 
 /* The tile height as a compile-time constant, so each height gets its own unrolled kernel. */
-TARGET_avx2 INLINE void ukr_avx2_b(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+TARGET_avx2 INLINE void ukr_avx2(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   switch (mr) {
   case 6: ukr_avx2_rows(6, bf, kc, a, b, c, ldc, alpha, nr); break;
   case 5: ukr_avx2_rows(5, bf, kc, a, b, c, ldc, alpha, nr); break;
@@ -211,13 +205,7 @@ TARGET_avx2 INLINE void ukr_avx2_b(const bool bf, int64_t kc, const float *a, co
   }
 }
 
-TARGET_avx2 INLINE void ukr_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_avx2_b(false, kc, a, b, c, ldc, alpha, mr, nr);
-}
 
-TARGET_avx2 INLINE void ukr_avx2_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_avx2_b(true, kc, a, b, c, ldc, alpha, mr, nr);
-}
 
 /* 16 bf16 to 16 fp32: widen to 32 bits, then shift into the high half. */
 TARGET_avx512 INLINE __m512 bf16x16_avx512(const uint16_t *p) {
@@ -263,7 +251,7 @@ TARGET_avx512 INLINE void ukr_avx512_rows(const int R, const bool bf, int64_t kc
 }
 
 /* The tile height as a compile-time constant, so each height gets its own unrolled kernel. */
-TARGET_avx512 INLINE void ukr_avx512_b(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
+TARGET_avx512 INLINE void ukr_avx512(const bool bf, int64_t kc, const float *a, const void *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
   switch (mr) {
   case 12: ukr_avx512_rows(12, bf, kc, a, b, c, ldc, alpha, nr); break;
   case 11: ukr_avx512_rows(11, bf, kc, a, b, c, ldc, alpha, nr); break;
@@ -280,13 +268,7 @@ TARGET_avx512 INLINE void ukr_avx512_b(const bool bf, int64_t kc, const float *a
   }
 }
 
-TARGET_avx512 INLINE void ukr_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_avx512_b(false, kc, a, b, c, ldc, alpha, mr, nr);
-}
 
-TARGET_avx512 INLINE void ukr_avx512_bf16(int64_t kc, const float *a, const uint16_t *b, float *c, int64_t ldc, float alpha, int64_t mr, int64_t nr) {
-  ukr_avx512_b(true, kc, a, b, c, ldc, alpha, mr, nr);
-}
 #endif
 
 /* ---------------------------------------------------------------------------------------------
@@ -325,7 +307,7 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
         const float *bp = j->Bp + q * j->kc * NR;                                                                    \
         float *cq = g->C + ic * g->ldc + j->jc + q * NR;                                                             \
         for (int64_t p = 0; p < mc; p += MR)                                                                         \
-          ukr_##isa(j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);            \
+          ukr_##isa(false, j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);            \
       }                                                                                                              \
     }                                                                                                                \
   }                                                                                                                  \
@@ -373,10 +355,11 @@ INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
           int64_t off = jc * g->K + pc * nJ * NR + qi * kc * NR; /* elements of the pack */                          \
           float *cq = g->C + ic * g->ldc + jc + qi * NR;                                                             \
           int64_t nr = min64(NR, nc - qi * NR);                                                                      \
-          for (int64_t p = 0; p < mc; p += MR) {                                                                     \
-            if (bf) ukr_##isa##_bf16(kc, Ap + p * kc, (const uint16_t *)g->Bpre + off, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr); \
-            else ukr_##isa(kc, Ap + p * kc, g->Bpre + off, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);  \
-          }                                                                                                          \
+          const void *bp = bf ? (const void *)((const uint16_t *)g->Bpre + off) : (const void *)(g->Bpre + off);    \
+          for (int64_t p = 0; p < mc; p += MR)                                                                       \
+            /* bf as a constant in each call, so that each kernel is compiled without the branch */            \
+            if (bf) ukr_##isa(true, kc, Ap + p * kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);    \
+            else ukr_##isa(false, kc, Ap + p * kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);      \
         }                                                                                                            \
       }                                                                                                              \
     }                                                                                                                \
