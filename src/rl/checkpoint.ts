@@ -37,6 +37,12 @@ export interface TrainerState<Sample> {
    * checkpoints of older versions (their logs are left as they are).
    */
   logs?: Record<string, number>;
+  /** uniform_item_skip_epochs: [item index, epoch its tree was last uniform] (absent in older checkpoints). */
+  uniformItems?: [number, number][];
+  /** drop_uniform_groups: samples kept out of the buffers and not logged yet. */
+  unbuffered?: Sample[];
+  /** Items skipped since the last log entry. */
+  skipped?: number;
 }
 
 /** A checkpoint that could not be written or read; names the folder and says what survives. */

@@ -202,6 +202,17 @@ export const MagrpoConfigSchema = z
     // --- advantage and loss
     advantage_mode: z.enum(['mean', 'raw', 'max', 'rloo']).default('mean').describe('baseline: mean (MAGRPO), raw (MAREINFORCE), max (MAReMax), rloo (MARLOO)'),
     advantage_normalization: z.boolean().default(true).describe('standardise advantages within each node sample (population std)'),
+    drop_uniform_groups: z
+      .boolean()
+      .default(false)
+      .describe(
+        "(magrpo; DAPO's dynamic-sampling filter) leave out of the buffers node samples whose G returns are all equal: their advantages are zero, so their optimizer steps would only carry the KL term. Their rewards are still logged",
+      ),
+    uniform_item_skip_epochs: nonNegInt()
+      .default(0)
+      .describe(
+        '(magrpo) a training item whose every node sample had equal returns (always solved or never) sits out this many following epochs, then is tried again: sampling goes to items the team sometimes solves (0 = off)',
+      ),
     loss_aggregation: z
       .enum(['sequence_sum', 'token_mean', 'constant_norm'])
       .default('sequence_sum')

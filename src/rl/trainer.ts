@@ -39,6 +39,8 @@ export interface NodeSample {
   /** Mean k3 KL of the node's completions vs the reference (null without a reference). */
   refKl: number | null;
   components: Record<string, number>;
+  /** The node's G returns for this agent were all equal: zero advantage, no policy-gradient signal. */
+  uniform: boolean;
   /** Fluency of this agent's completions at the node (empty with fluency_metrics off). */
   fluency: GroupFluency;
   loss: LossSample;
@@ -93,6 +95,12 @@ export class MAGRPOTrainer<Item> {
   private readonly callbacks: TrainerCallback<Item>[];
   /** Entries logged since the callbacks last saw them (sinks are synchronous, callbacks async). */
   private pendingLogs: { envStep: number; metrics: Record<string, number> }[] = [];
+  /** Samples left out of the buffers by drop_uniform_groups, logged with the next drain. */
+  private unbuffered: NodeSample[] = [];
+  /** uniform_item_skip_epochs: item index → the epoch in which its tree was last uniform. */
+  private uniformItems = new Map<number, number>();
+  /** Items skipped by uniform_item_skip_epochs since the last log entry. */
+  private skipped = 0;
 
   constructor(private readonly opts: TrainerOptions<Item>) {
     this.task = opts.task;
@@ -200,7 +208,9 @@ export class MAGRPOTrainer<Item> {
       for (; this.index < data.length; this.index++) {
         if (this.stopRequested || (o.maxItems !== undefined && this.items >= o.maxItems)) return this.stopEarly(lastEval);
         if (c.eval_interval > 0 && this.index % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
-        await this.trainStep(data[this.index], this.index);
+        if (this.sitsOut(this.index)) this.skipped++;
+        else await this.trainStep(data[this.index], this.index);
+        // Skipped items count too: `items` is the position in the schedule (progress, save_steps, maxItems).
         this.items++;
         // Model work is synchronous: let signals (Ctrl-C) and the dashboard's requests through.
         await new Promise((resolve) => setImmediate(resolve));
@@ -211,6 +221,7 @@ export class MAGRPOTrainer<Item> {
         if (c.output_dir && c.save_steps > 0 && this.items % c.save_steps === 0) await this.checkpoint({ epoch: this.epoch, index: this.index + 1 });
       }
       await this.drain(this.buffers.flatMap((b, i) => (b.length ? [i] : [])));
+      if (this.unbuffered.length) this.logDrain([], []); // rewards of dropped groups, not yet logged
     }
     if (this.task.evalDataset?.length && c.eval_interval > 0) lastEval = await this.evaluate();
     if (c.output_dir) {
@@ -254,7 +265,13 @@ export class MAGRPOTrainer<Item> {
     this.timing.sampling += times.sampling;
     this.timing.reward += times.reward;
     this.timing.items++;
-    const samples = this.nodeSamples(root);
+    const all = this.nodeSamples(root);
+    if (this.config.uniform_item_skip_epochs > 0) {
+      if (all.every((s) => s.uniform)) this.uniformItems.set(itemIndex, this.epoch);
+      else this.uniformItems.delete(itemIndex);
+    }
+    const samples = this.config.drop_uniform_groups ? all.filter((s) => !s.uniform) : all;
+    if (samples.length < all.length) this.unbuffered.push(...all.filter((s) => s.uniform));
     const steps = [...new Set(samples.map((s) => s.envStep))].sort((a, b) => a - b);
     for (const step of steps) {
       for (const s of samples.filter((x) => x.envStep === step)) this.buffers[s.agent].push(s);
@@ -262,6 +279,16 @@ export class MAGRPOTrainer<Item> {
       if (ready.length) await this.drain(ready);
     }
     return root;
+  }
+
+  /**
+   * uniform_item_skip_epochs: an item whose whole tree was uniform in epoch e sits out epochs
+   * e+1 … e+k and is sampled again in epoch e+k+1 (the policy may have moved on).
+   */
+  private sitsOut(index: number): boolean {
+    const k = this.config.uniform_item_skip_epochs;
+    const last = this.uniformItems.get(index);
+    return k > 0 && last !== undefined && this.epoch > last && this.epoch - last <= k;
   }
 
   /** Per node and agent: returns_i (aligned R, cross credit), KL shaping, advantages (§1.5, §1.7, §1.8). */
@@ -286,6 +313,7 @@ export class MAGRPOTrainer<Item> {
           meanReturn: mean(node.returns),
           refKl: group.refKl ? mean(group.refKl) : null,
           components: Object.fromEntries([...componentNames].map((n) => [n, mean(node.components.map((x) => x[n] ?? 0))])),
+          uniform: R.every((r) => Math.abs(r - R[0]) <= 1e-9 * Math.max(1, Math.abs(R[0]))),
           fluency,
           loss: {
             promptIds: group.promptIds,
@@ -335,7 +363,10 @@ export class MAGRPOTrainer<Item> {
     );
   }
 
-  private logDrain(samples: NodeSample[], stats: (readonly [number, UpdateStats])[]): void {
+  /** Logs the drained samples (plus those drop_uniform_groups kept out of the buffers) and the agents' update stats. */
+  private logDrain(drainedSamples: NodeSample[], stats: (readonly [number, UpdateStats])[]): void {
+    const samples = [...drainedSamples, ...this.unbuffered];
+    this.unbuffered = [];
     if (samples.length === 0) return;
     const m: Record<string, number> = {};
     for (const turn of [...new Set(samples.map((s) => s.turn))]) {
@@ -343,6 +374,8 @@ export class MAGRPOTrainer<Item> {
       const k = `turn_${turn + 1}`;
       m[`${k}/reward_mean`] = mean(g.map((s) => s.meanReward));
       m[`${k}/expected_return`] = mean(g.map((s) => s.meanReturn));
+      // TRL's name: the share of groups whose rewards were all equal (zero advantage, nothing learned).
+      m[`${k}/frac_reward_zero_std`] = mean(g.map((s) => (s.uniform ? 1 : 0)));
       for (const name of new Set(g.flatMap((s) => Object.keys(s.components)))) m[`${k}/reward/${name}`] = mean(g.map((s) => s.components[name] ?? 0));
       const kls = g.flatMap((s) => (s.refKl === null ? [] : [s.refKl]));
       if (kls.length) {
@@ -361,6 +394,10 @@ export class MAGRPOTrainer<Item> {
       m[`agent_${i}/completion_length`] = s.completionLength;
       m[`agent_${i}/lr`] = s.lr;
       for (const [name, v] of Object.entries(s.rollout ?? {})) m[`agent_${i}/${name}`] = v;
+    }
+    if (this.config.uniform_item_skip_epochs > 0) {
+      m['items/skipped_uniform'] = this.skipped;
+      this.skipped = 0;
     }
     const t = this.timing;
     if (t.items > 0) {
@@ -399,6 +436,9 @@ export class MAGRPOTrainer<Item> {
       buffers: this.buffers,
       lastLogged: this.logger.lastLogged,
       config: this.config,
+      uniformItems: [...this.uniformItems],
+      unbuffered: this.unbuffered,
+      skipped: this.skipped,
     };
     const dir = await saveCheckpoint(this.config.output_dir as string, state, this.agents, this.config.save_total_limit);
     await fire(this.callbacks, 'onSave', { dir, items: this.items, envStep: this.envStep });
@@ -413,6 +453,9 @@ export class MAGRPOTrainer<Item> {
       );
     }
     Object.assign(this, { epoch: s.epoch, index: s.index, items: s.items, envStep: s.envStep, buffers: s.buffers });
+    this.uniformItems = new Map(s.uniformItems ?? []);
+    this.unbuffered = s.unbuffered ?? [];
+    this.skipped = s.skipped ?? 0;
     this.rng.setState(s.rng);
     this.logger.lastLogged = s.lastLogged;
     // Resuming this run's own checkpoint: entries logged after it are replayed, so cut them.

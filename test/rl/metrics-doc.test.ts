@@ -36,6 +36,7 @@ it('documents every emitted metric', async () => {
       logging_steps: 1,
       eval_interval: 1,
       reference_kl_enabled: true,
+      uniform_item_skip_epochs: 1,
       early_termination_threshold: null,
     },
   });

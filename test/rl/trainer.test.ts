@@ -119,6 +119,89 @@ describe('learning (synthetic cooperative task)', () => {
   });
 });
 
+describe('groups without signal (drop_uniform_groups, uniform_item_skip_epochs)', () => {
+  // AdamW's weight decay moves the weights at every optimizer step, even at zero gradient: an
+  // unchanged model proves no step was taken.
+  const constant: Task<Item> = { dataset: items(6), reward: () => 1 };
+  const config: MagrpoConfigInput = { ...base, num_generations: 3, agent_learning_rate: 0.01, weight_decay: 0.1, rollout_buffer_size: 2, num_train_epochs: 1 };
+
+  it('drop_uniform_groups: equal rewards take no optimizer step, and their rewards are still logged', async () => {
+    for (const drop of [false, true]) {
+      const sink = new MemorySink();
+      const t = new MAGRPOTrainer({ task: constant, model: dir, config: { ...config, drop_uniform_groups: drop }, sinks: [sink] });
+      const before = weights(t, 0);
+      await t.train();
+      assert.equal(changed(before, weights(t, 0)), !drop, drop ? 'dropped: no step' : 'kept: weight decay steps');
+      const frac = sink.series('turn_1/frac_reward_zero_std');
+      assert.ok(frac.length > 0 && frac.every((e) => e.value === 1), 'every group logged as uniform');
+      assert.equal(sink.series('turn_1/reward_mean').length, frac.length);
+      await t.close();
+    }
+  });
+
+  it('frac_reward_zero_std is 0 when the rewards of every group differ', async () => {
+    const sink = new MemorySink();
+    let k = 0;
+    const t = new MAGRPOTrainer({ task: { dataset: items(4), reward: () => k++ }, model: dir, config: { ...config, drop_uniform_groups: true }, sinks: [sink] });
+    const before = weights(t, 0);
+    await t.train();
+    assert.ok(changed(before, weights(t, 0)));
+    assert.ok(sink.series('turn_1/frac_reward_zero_std').every((e) => e.value === 0));
+    await t.close();
+  });
+
+  it('uniform_item_skip_epochs: an item with equal rewards sits out k epochs, then is sampled again', async () => {
+    // Items 0-2 always score 1 (uniform); items 3-5 score by coordination (mixed outcomes, G = 3).
+    const dataset = Array.from({ length: 6 }, (_, i) => ({ prompt: i < 3 ? 'same' : 'go' }));
+    const visited: number[] = [];
+    const sink = new MemorySink();
+    let n = 0;
+    const task: Task<Item> = {
+      dataset,
+      reward: ({ item, completions }) => (item.prompt === 'same' ? 1 : (n++ % 2) + (completions[0] === completions[1] ? 1 : 0)),
+    };
+    const t = new MAGRPOTrainer({
+      task,
+      model: dir,
+      config: { ...config, num_train_epochs: 5, uniform_item_skip_epochs: 1 },
+      sinks: [sink],
+      onTree: ({ itemIndex }) => visited.push(itemIndex),
+    });
+    await t.train();
+    // Epoch 0 sees all; the uniform items sit out epochs 1 and 3 and come back in 2 and 4.
+    const all = [0, 1, 2, 3, 4, 5];
+    assert.deepEqual(visited, [...all, 3, 4, 5, ...all, 3, 4, 5, ...all]);
+    assert.equal(t.items, 30, 'skipped items still count as schedule positions');
+    const skipped = sink.series('items/skipped_uniform').reduce((s, e) => s + e.value, 0);
+    assert.equal(skipped, 6, 'three items sat out in each of epochs 1 and 3');
+    await t.close();
+  });
+  it('uniform_item_skip_epochs survives a resume: the same items are skipped as in one run', async () => {
+    const dataset = Array.from({ length: 6 }, (_, i) => ({ prompt: i < 3 ? 'same' : 'go' }));
+    const task: Task<Item> = { dataset, reward: ({ item, completions }) => (item.prompt === 'same' ? 1 : completions[0] === completions[1] ? 1 : 0) };
+    const cfg = { ...config, num_train_epochs: 3, uniform_item_skip_epochs: 1 };
+    const [a, b] = [tmp(), tmp()];
+    try {
+      const full: number[] = [];
+      const one = new MAGRPOTrainer({ task, model: dir, config: { ...cfg, output_dir: a }, onTree: ({ itemIndex }) => full.push(itemIndex) });
+      await one.train();
+      await one.close();
+      const parts: number[] = [];
+      const first = new MAGRPOTrainer({ task, model: dir, config: { ...cfg, output_dir: b }, onTree: ({ itemIndex }) => parts.push(itemIndex) });
+      await first.train({ maxItems: 8 }); // stops in epoch 1, after the uniform items were skipped
+      await first.close();
+      const second = new MAGRPOTrainer({ task, model: dir, config: { ...cfg, output_dir: b }, onTree: ({ itemIndex }) => parts.push(itemIndex) });
+      await second.train({ resumeFrom: b });
+      await second.close();
+      assert.deepEqual(parts, full);
+      assert.ok(full.length < 18, 'some items were skipped');
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('checkpoints and resume', () => {
   it('interrupted + resumed run gives bit-identical weights to an uninterrupted one', async () => {
     const task: Task<Item> = { ...sameWord, dataset: items(7), evalDataset: items(2) };
