@@ -941,6 +941,122 @@ static napi_value k_blas_core_name(napi_env env, napi_callback_info info) {
   return r;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * decode
+ * ------------------------------------------------------------------------------------------- */
+
+/* Element j of the Array argument i as a Float32Array of at least `need` floats; NULL for a null
+ * or undefined element when `optional`. */
+static float *elem_f32(Call *c, size_t i, uint32_t j, const char *what, double need, bool optional) {
+  if (c->failed) return NULL;
+  napi_value v;
+  if (napi_get_element(c->env, c->argv[i], j, &v) != napi_ok) {
+    fail(c, false, "could not read element %u of its argument %zu", j, i);
+    return NULL;
+  }
+  napi_valuetype t;
+  napi_typeof(c->env, v, &t);
+  if (optional && (t == napi_null || t == napi_undefined)) return NULL;
+  napi_typedarray_type type;
+  size_t len;
+  void *data;
+  if (napi_get_typedarray_info(c->env, v, &type, &len, &data, NULL, NULL) != napi_ok || type != napi_float32_array) {
+    fail(c, false, "%s (element %u) must be a Float32Array%s", what, j, optional ? " or null" : "");
+    return NULL;
+  }
+  if ((double)len < need) fail(c, false, "%s (element %u) has %zu elements, needs at least %.0f", what, j, len, need);
+  return data;
+}
+
+#define DECODE_PER_LAYER 16
+
+/* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits): engine/backend.ts. */
+static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "llamaDecodeStep", 9)) return NULL;
+  const double *dims = arg_typed(&c, 0, "dims", napi_float64_array, 12, NULL);
+  if (c.failed) return NULL;
+  for (int i = 0; i < 10; i++)
+    if (!(dims[i] >= 0 && dims[i] <= INT32_MAX) || dims[i] != floor(dims[i])) {
+      fail(&c, true, "dims[%d] = %g must be an integer in [0, 2^31)", i, dims[i]);
+      return NULL;
+    }
+  LlamaDecode d = {.R = (int64_t)dims[0], .L = (int64_t)dims[1], .C = (int64_t)dims[2], .H = (int64_t)dims[3], .Hkv = (int64_t)dims[4],
+                   .D = (int64_t)dims[5], .F = (int64_t)dims[6], .V = (int64_t)dims[7], .Smax = (int64_t)dims[8], .len = (int64_t)dims[9],
+                   .eps = dims[10], .bf16 = dims[11] != 0};
+  if (d.R == 0 || d.C == 0 || d.H == 0 || d.Hkv == 0 || d.D == 0 || d.F == 0 || d.V == 0) fail(&c, true, "every size must be > 0");
+  else if (d.H % d.Hkv) fail(&c, true, "H = %lld is not a multiple of Hkv = %lld", (long long)d.H, (long long)d.Hkv);
+  else if (d.D % 2) fail(&c, true, "D = %lld must be even", (long long)d.D);
+  else if (d.len + 1 > d.Smax) fail(&c, true, "the cache is full: len %lld + 1 > Smax %lld", (long long)d.len, (long long)d.Smax);
+  if (c.failed) return NULL;
+  uint32_t nw = 0, nc = 0;
+  napi_get_array_length(env, c.argv[1], &nw);
+  napi_get_array_length(env, c.argv[2], &nc);
+  if (nw != 3 + DECODE_PER_LAYER * d.L) fail(&c, false, "weights must be an Array of %lld entries, got %u", (long long)(3 + DECODE_PER_LAYER * d.L), nw);
+  if (nc != 2 * d.L) fail(&c, false, "caches must be an Array of %lld entries, got %u", (long long)(2 * d.L), nc);
+  if (c.failed) return NULL;
+  int64_t C = d.C, HD = d.H * d.D, KV = d.Hkv * d.D, F = d.F;
+#define PACKED(N, K) ((double)sgemm_packed_floats((N), (K), d.bf16))
+  d.embed = elem_f32(&c, 1, 0, "embed", (double)d.V * C, false);
+  d.lnf = elem_f32(&c, 1, 1, "final norm", (double)C, false);
+  d.head = elem_f32(&c, 1, 2, "head pack", PACKED(d.V, C), false);
+  LlamaDecodeLayer *layers = calloc((size_t)d.L, sizeof *layers);
+  float **kv = calloc((size_t)(2 * d.L), sizeof *kv); /* the L key caches, then the L value caches */
+  if (!layers || !kv) {
+    free(layers);
+    free(kv);
+    napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.llamaDecodeStep: out of memory");
+    return NULL;
+  }
+  for (int64_t l = 0; l < d.L && !c.failed; l++) {
+    uint32_t b = (uint32_t)(3 + DECODE_PER_LAYER * l);
+    LlamaDecodeLayer *w = &layers[l];
+    w->ln1 = elem_f32(&c, 1, b + 0, "input norm", C, false);
+    w->q = elem_f32(&c, 1, b + 1, "q_proj pack", PACKED(HD, C), false);
+    w->k = elem_f32(&c, 1, b + 2, "k_proj pack", PACKED(KV, C), false);
+    w->v = elem_f32(&c, 1, b + 3, "v_proj pack", PACKED(KV, C), false);
+    w->o = elem_f32(&c, 1, b + 4, "o_proj pack", PACKED(C, HD), false);
+    w->ln2 = elem_f32(&c, 1, b + 5, "post-attention norm", C, false);
+    w->gate = elem_f32(&c, 1, b + 6, "gate_proj pack", PACKED(F, C), false);
+    w->up = elem_f32(&c, 1, b + 7, "up_proj pack", PACKED(F, C), false);
+    w->down = elem_f32(&c, 1, b + 8, "down_proj pack", PACKED(C, F), false);
+    w->bq = elem_f32(&c, 1, b + 9, "q_proj bias", HD, true);
+    w->bk = elem_f32(&c, 1, b + 10, "k_proj bias", KV, true);
+    w->bv = elem_f32(&c, 1, b + 11, "v_proj bias", KV, true);
+    w->bo = elem_f32(&c, 1, b + 12, "o_proj bias", C, true);
+    w->bgate = elem_f32(&c, 1, b + 13, "gate_proj bias", F, true);
+    w->bup = elem_f32(&c, 1, b + 14, "up_proj bias", F, true);
+    w->bdown = elem_f32(&c, 1, b + 15, "down_proj bias", C, true);
+    kv[l] = elem_f32(&c, 2, (uint32_t)(2 * l), "key cache", (double)d.R * d.Smax * KV, false);
+    kv[d.L + l] = elem_f32(&c, 2, (uint32_t)(2 * l + 1), "value cache", (double)d.R * d.Smax * KV, false);
+  }
+#undef PACKED
+  d.layers = layers;
+  d.cacheK = kv;
+  d.cacheV = kv + d.L;
+  d.keyMask = arg_typed(&c, 3, "keyMask", napi_uint8_array, (double)d.R * d.Smax, NULL);
+  d.ids = arg_i32(&c, 4, "ids", (double)d.R);
+  d.pos = arg_i32(&c, 5, "positions", (double)d.R);
+  size_t ncos = 0, nsin = 0;
+  d.cos = arg_f32_table(&c, 6, "cos", &ncos);
+  d.sin = arg_f32_table(&c, 7, "sin", &nsin);
+  float *logits = arg_f32(&c, 8, "logits", (double)d.R * d.V);
+  if (!c.failed) {
+    size_t maxPos = (ncos < nsin ? ncos : nsin) / (size_t)(d.D / 2);
+    for (int64_t r = 0; r < d.R && !c.failed; r++) {
+      if (d.ids[r] < 0 || d.ids[r] >= d.V) fail(&c, true, "ids[%lld] = %d is outside the vocabulary of %lld", (long long)r, d.ids[r], (long long)d.V);
+      else if (d.pos[r] < 0 || (size_t)d.pos[r] >= maxPos)
+        fail(&c, true, "positions[%lld] = %d is outside the cos/sin tables of %zu positions", (long long)r, d.pos[r], maxPos);
+    }
+  }
+  bool ok = !c.failed && llama_decode_step(&d, logits);
+  bool oom = !c.failed && !ok;
+  free(layers);
+  free(kv);
+  if (oom) napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.llamaDecodeStep: out of memory");
+  return ok ? undefined(env) : NULL;
+}
+
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   const char *err = magrpo_init();
   if (err != NULL) {
@@ -991,6 +1107,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"embeddingBackward", k_embedding_backward},
       {"adamw", k_adamw},
       {"topk", k_topk},
+      {"llamaDecodeStep", k_llama_decode_step},
   };
   for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
     napi_value f;

@@ -11,6 +11,7 @@
  *   norms.c        RMSNorm, LayerNorm
  *   optim.c        AdamW
  *   sampling.c     log-softmax gather (cross-entropy), entropy, top-k
+ *   decode.c       one Llama-family decode step in one call (the kernels above in sequence)
  *   dispatch.c     process set-up at load: the kernel table for this CPU, threads, malloc
  *   binding.c      N-API: argument checks, the JS functions, module init
  *
@@ -473,6 +474,34 @@ void log_softmax_gather_backward(int64_t rows, int64_t V, const float *logits, c
 void entropy_forward(int64_t rows, int64_t V, const float *logits, const float *lse, float *out);
 /* False when out of memory for its heaps. */
 bool topk_rows(int64_t rows, int64_t n, int64_t k, const float *x, float *vals, int32_t *idx);
+
+/* ---------------------------------------------------------------------------------------------
+ * decode.c
+ * ------------------------------------------------------------------------------------------- */
+
+/* One layer's weights: norms [C], projections packed by sgemm_pack_b (transposed HF [out, in]
+ * weights), biases [out] or NULL. */
+typedef struct {
+  const float *ln1, *ln2;
+  const float *q, *k, *v, *o, *gate, *up, *down;
+  const float *bq, *bk, *bv, *bo, *bgate, *bup, *bdown;
+} LlamaDecodeLayer;
+
+typedef struct {
+  int64_t R, L, C, H, Hkv, D, F, V;
+  int64_t Smax, len; /* cache rows per sequence; keys already in it (the new one goes to row len) */
+  double eps;
+  bool bf16; /* the packs hold bf16 */
+  const float *embed, *lnf, *head; /* head packed */
+  const LlamaDecodeLayer *layers;
+  float *const *cacheK, *const *cacheV; /* per layer [R, Smax, Hkv, D] */
+  const uint8_t *keyMask;               /* [R, Smax], row len already set */
+  const int32_t *ids, *pos;             /* [R] */
+  const float *cos, *sin;               /* RoPE tables [maxPos, D/2] */
+} LlamaDecode;
+
+/* The step; logits [R, V]. False when out of memory for its scratch. */
+bool llama_decode_step(const LlamaDecode *d, float *logits);
 
 /* ---------------------------------------------------------------------------------------------
  * The kernel table (dispatch.c): one entry per loop, all of one ISA.

@@ -10,11 +10,23 @@
  *                    h = h + down(silu(gate(n2(h))) ⊙ up(n2(h)))
  *   logits = lm_head(norm(h))
  */
+import type { FloatArray } from '../engine/backend.js';
+import { DECODE_WEIGHTS_PER_LAYER } from '../engine/decode-step.js';
 import { embedding, type RopeTables, rmsnorm, rope, ropeTables, swiglu } from '../engine/nn.js';
 import { add, gatherRows, linear, reshape } from '../engine/ops.js';
-import type { Tensor } from '../engine/tensor.js';
+import { type PackedWeight, packedWeight } from '../engine/packed.js';
+import { alloc, backend, getDType } from '../engine/runtime.js';
+import { isGradEnabled, Tensor } from '../engine/tensor.js';
 import type { LlamaConfig } from './config.js';
 import { CausalLM, type ForwardOptions, KVCache, type ParamSpec } from './transformer.js';
+
+// MAGRPO_FUSED_DECODE=0 keeps decode steps on the layer-by-layer path (A/B benchmarks).
+let fusedDecode = process.env.MAGRPO_FUSED_DECODE !== '0';
+
+/** Turns the one-call decode step (backend `llamaDecodeStep`) off or on again, for comparisons and tests. */
+export function setFusedDecode(on: boolean): void {
+  fusedDecode = on;
+}
 
 export class LlamaModel extends CausalLM {
   declare readonly config: LlamaConfig;
@@ -74,6 +86,10 @@ export class LlamaModel extends CausalLM {
     }
     const positions = this.positionsFor(B, T, opts);
     const tables = this.ropeTables();
+    if (cache && T === 1) {
+      const logits = this.fusedDecodeStep(ids, B, positions, cache, opts);
+      if (logits) return logits;
+    }
     cache?.appendMask(T, opts.keyMask);
     const keyMask = cache ? cache.keyMask : (opts.keyMask ?? null);
 
@@ -99,6 +115,60 @@ export class LlamaModel extends CausalLM {
     const head = this.config.tieWordEmbeddings ? this.param('model.embed_tokens.weight') : this.param('lm_head.weight');
     const logits = linear(out, head); // [R, V]
     return opts.outputRows ? logits : reshape(logits, [B, T, this.config.vocabSize]);
+  }
+
+  /**
+   * A decode step (one new token per row) in one backend call, when it can be: weights packed
+   * for this many rows (inside a sampling call, engine/packed.ts), no LoRA adapter, no gradient,
+   * float32, logits for every row. Null otherwise, and the layer-by-layer forward runs: both give
+   * the same products in the same order.
+   */
+  private fusedDecodeStep(ids: Int32Array, B: number, positions: Int32Array, cache: KVCache, opts: ForwardOptions): Tensor | null {
+    const c = this.config;
+    if (!fusedDecode || this.lora.size > 0 || isGradEnabled() || getDType() !== 'float32') return null;
+    if (opts.outputRows && (opts.outputRows.length !== B || opts.outputRows.some((r, i) => r !== i))) return null;
+    const { hiddenSize: C, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: F, vocabSize: V } = c;
+    const be = backend();
+    const packs: PackedWeight[] = [];
+    const pack = (name: string, N: number, K: number): FloatArray | null => {
+      const p = packedWeight(be, this.param(name).data, true, B, N, K);
+      if (p) packs.push(p);
+      return p?.data ?? null;
+    };
+    const bias = (name: string) => this.params.get(`${name}.bias`)?.data ?? null;
+    const head = pack(c.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', V, C);
+    if (head === null) return null; // no pack scope, or rows outside the packs' range
+    const weights: (FloatArray | null)[] = [this.param('model.embed_tokens.weight').data, this.param('model.norm.weight').data, head];
+    const caches: FloatArray[] = [];
+    for (let l = 0; l < L; l++) {
+      const p = `model.layers.${l}`;
+      const a = `${p}.self_attn`;
+      const m = `${p}.mlp`;
+      const layer = [
+        this.param(`${p}.input_layernorm.weight`).data,
+        pack(`${a}.q_proj.weight`, H * D, C),
+        pack(`${a}.k_proj.weight`, Hkv * D, C),
+        pack(`${a}.v_proj.weight`, Hkv * D, C),
+        pack(`${a}.o_proj.weight`, C, H * D),
+        this.param(`${p}.post_attention_layernorm.weight`).data,
+        pack(`${m}.gate_proj.weight`, F, C),
+        pack(`${m}.up_proj.weight`, F, C),
+        pack(`${m}.down_proj.weight`, C, F),
+        ...[`${a}.q_proj`, `${a}.k_proj`, `${a}.v_proj`, `${a}.o_proj`, `${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`].map(bias),
+      ];
+      if (layer.slice(0, 9).includes(null)) return null; // the scope's pack budget ran out
+      weights.push(...layer);
+      caches.push(cache.k[l].data, cache.v[l].data);
+    }
+    if (weights.length !== 3 + DECODE_WEIGHTS_PER_LAYER * L) throw new Error('llama decode: weight list out of step with the kernel');
+    const bf16 = packs.some((p) => p.bf16);
+    cache.appendMask(1, opts.keyMask);
+    const tables = this.ropeTables();
+    const dims = Float64Array.of(B, L, C, H, Hkv, D, F, V, cache.maxLen, cache.len, c.rmsNormEps, bf16 ? 1 : 0);
+    const logits = new Tensor(alloc(B * V), opts.outputRows ? [B, V] : [B, 1, V]);
+    be.llamaDecodeStep(dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data);
+    cache.len += 1;
+    return logits;
   }
 
   private ropeTables(): RopeTables {

@@ -364,6 +364,113 @@ describe('native backend matches the reference', () => {
   });
 });
 
+describe('llamaDecodeStep (one decode step in one call)', () => {
+  // A random Llama-family layer stack; each backend packs the weights its own way.
+  const dimsOf = (R: number, L: number, len: number, bf16: boolean) => {
+    const [C, H, Hkv, D, F, V, Smax] = [24, 4, 2, 6, 40, 50, 9];
+    return { R, L, C, H, Hkv, D, F, V, Smax, len, bf16, dims: Float64Array.of(R, L, C, H, Hkv, D, F, V, Smax, len, 1e-5, bf16 ? 1 : 0) };
+  };
+  type Dims = ReturnType<typeof dimsOf>;
+  const model = (d: Dims, biases: boolean) => {
+    const shapes: [number, number][] = [];
+    const raw: (Float32Array | null)[] = [uniform(d.V * d.C), uniform(d.C, 0.5, 1.5), uniform(d.V * d.C)];
+    shapes.push([0, 0], [0, 0], [d.V, d.C]);
+    for (let l = 0; l < d.L; l++) {
+      const proj: [number, number][] = [
+        [d.H * d.D, d.C],
+        [d.Hkv * d.D, d.C],
+        [d.Hkv * d.D, d.C],
+        [d.C, d.H * d.D],
+      ];
+      const mlp: [number, number][] = [
+        [d.F, d.C],
+        [d.F, d.C],
+        [d.C, d.F],
+      ];
+      raw.push(uniform(d.C, 0.5, 1.5), ...proj.map(([n, k]) => uniform(n * k)), uniform(d.C, 0.5, 1.5), ...mlp.map(([n, k]) => uniform(n * k)));
+      shapes.push([0, 0], ...proj, [0, 0], ...mlp);
+      for (const [n] of [...proj, ...mlp]) {
+        raw.push(biases ? uniform(n) : null);
+        shapes.push([0, 0]);
+      }
+    }
+    return { raw, shapes };
+  };
+  const packed = (be: typeof nat, m: ReturnType<typeof model>, bf16: boolean) =>
+    m.raw.map((w, i) => {
+      const [n, k] = m.shapes[i];
+      if (w === null || n === 0) return w;
+      const p = new Float32Array(be.packedFloats(n, k, bf16));
+      be.packB(true, n, k, w, 0, k, p, bf16);
+      return p;
+    });
+
+  it('matches the reference: GQA, biases or none, bf16 packs, a cache with padding, 1 to 33 rows', () => {
+    for (const [R, len, biases, bf16] of [
+      [1, 0, false, false],
+      [5, 3, true, false],
+      [8, 8, false, true],
+      [33, 4, true, true],
+    ] as const) {
+      const d = dimsOf(R, 2, len, bf16);
+      const m = model(d, biases);
+      const caches = Array.from({ length: 2 * d.L }, () => uniform(R * d.Smax * d.Hkv * d.D));
+      const keyMask = Uint8Array.from({ length: R * d.Smax }, (_, i) => (i % d.Smax === 0 && i > 0 ? 0 : 1)); // left padding in rows > 0
+      const ids = ints(R, 0, d.V);
+      const positions = ints(R, 0, 20);
+      const [cos, sin] = [uniform(20 * (d.D / 2)), uniform(20 * (d.D / 2))];
+      const run = (be: typeof nat) => {
+        const cs = caches.map((c) => c.slice());
+        const logits = new Float32Array(R * d.V);
+        be.llamaDecodeStep(d.dims, packed(be, m, bf16), cs, keyMask, ids, positions, cos, sin, logits);
+        return { logits, cs };
+      };
+      const [n, r] = [run(nat), run(ref)];
+      const label = `R ${R} len ${len} biases ${biases} bf16 ${bf16}`;
+      assertClose(n.logits, r.logits, { rtol: 1e-4, atol: 1e-4 }, `logits ${label}`);
+      for (const [i, c] of n.cs.entries()) assertClose(c, r.cs[i], { rtol: 1e-5, atol: 1e-5 }, `cache ${i} ${label}`);
+      assert.notDeepEqual(n.cs[0], caches[0], 'the new keys were written');
+    }
+  });
+
+  it('rejects a short pack, a wrong weight count, a full cache and an id outside the vocabulary', () => {
+    const d = dimsOf(2, 1, 0, false);
+    const m = model(d, false);
+    const args = () => ({
+      dims: d.dims.slice(),
+      weights: packed(nat, m, false),
+      caches: [uniform(2 * d.Smax * d.Hkv * d.D), uniform(2 * d.Smax * d.Hkv * d.D)],
+      ids: new Int32Array([1, 2]),
+    });
+    const call = (a: ReturnType<typeof args>) =>
+      nat.llamaDecodeStep(
+        a.dims,
+        a.weights,
+        a.caches,
+        new Uint8Array(2 * d.Smax).fill(1),
+        a.ids,
+        new Int32Array(2),
+        uniform(30),
+        uniform(30),
+        new Float32Array(2 * d.V),
+      );
+    call(args()); // the valid call runs
+    const bad = { code: 'NATIVE_BAD_ARGUMENT' };
+    const short = args();
+    short.weights[4] = new Float32Array(3);
+    assert.throws(() => call(short), { ...bad, message: /q_proj pack \(element 4\) has 3 elements/ });
+    const count = args();
+    count.weights.pop();
+    assert.throws(() => call(count), { ...bad, message: /weights must be an Array of 19 entries, got 18/ });
+    const full = args();
+    full.dims[9] = d.Smax;
+    assert.throws(() => call(full), { ...bad, message: /the cache is full/ });
+    const id = args();
+    id.ids[1] = d.V;
+    assert.throws(() => call(id), { ...bad, message: /ids\[1\] = 50 is outside the vocabulary/ });
+  });
+});
+
 describe('native backend threads', () => {
   it('setNumThreads changes getNumThreads and results do not depend on it', () => {
     const before = nat.getNumThreads();

@@ -142,7 +142,12 @@ describe('groups without signal (drop_uniform_groups, uniform_item_skip_epochs)'
   it('frac_reward_zero_std is 0 when the rewards of every group differ', async () => {
     const sink = new MemorySink();
     let k = 0;
-    const t = new MAGRPOTrainer({ task: { dataset: items(4), reward: () => k++ }, model: dir, config: { ...config, drop_uniform_groups: true }, sinks: [sink] });
+    const t = new MAGRPOTrainer({
+      task: { dataset: items(4), reward: () => k++ },
+      model: dir,
+      config: { ...config, drop_uniform_groups: true },
+      sinks: [sink],
+    });
     const before = weights(t, 0);
     await t.train();
     assert.ok(changed(before, weights(t, 0)));

@@ -2,7 +2,9 @@
  * The reference backend: every kernel of `Backend` as a plain loop, written for reading, not speed.
  * It is the oracle the native backend is tested against and runs on Float32Array or Float64Array.
  */
+
 import { type Backend, BF16_MIN_ROWS, type BinaryOp, type FloatArray, type Precision, type UnaryOp } from '../backend.js';
+import { composeLlamaDecodeStep } from '../decode-step.js';
 
 const GELU_K = Math.sqrt(2 / Math.PI);
 
@@ -459,6 +461,10 @@ export const referenceBackend: Backend = {
       }
       order.sort((i, j) => i - j);
     }
+  },
+
+  llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits) {
+    composeLlamaDecodeStep(referenceBackend, dims, weights, caches, keyMask, ids, positions, cos, sin, logits);
   },
 };
 

@@ -1,0 +1,121 @@
+/**
+ * The one-call decode step (backend llamaDecodeStep, model/llama.ts): sampling with it gives the
+ * tokens and log-probs of the layer-by-layer forward bit for bit, on both backends, with GQA,
+ * q/k/v biases (Qwen2) and bf16 packs; it is taken inside sampling calls of 4-64 rows and not
+ * for fewer rows or with a LoRA adapter.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { referenceBackend } from '../../src/engine/backends/reference.js';
+import { PACKED_MIN_ROWS } from '../../src/engine/packed.js';
+import { Rng } from '../../src/engine/rng.js';
+import { setBackend, setPrecision } from '../../src/engine/runtime.js';
+import { parseModelConfig } from '../../src/model/config.js';
+import { setFusedDecode } from '../../src/model/llama.js';
+import { createModel } from '../../src/model/load.js';
+import { applyLora } from '../../src/model/lora.js';
+import { generate } from '../../src/model/sample.js';
+
+const llama = {
+  model_type: 'llama',
+  vocab_size: 96,
+  hidden_size: 32,
+  intermediate_size: 72,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  max_position_embeddings: 64,
+  tie_word_embeddings: true,
+};
+const qwen2 = { ...llama, model_type: 'qwen2', tie_word_embeddings: false, rope_theta: 1e6 };
+
+function sampleBoth(hf: Record<string, unknown>, rows: number) {
+  const model = createModel(parseModelConfig(hf));
+  const rng = new Rng(3);
+  model.initialize(rng);
+  // Random biases (they start at zero), so that a bias read from the wrong place would show.
+  for (const [name, p] of model.params) if (name.endsWith('.bias')) for (let i = 0; i < p.size; i++) p.data[i] = rng.normal() * 0.1;
+  const prompts = Array.from({ length: rows }, (_, i) => Array.from({ length: 3 + (i % 4) }, () => Math.floor(rng.next() * 96)));
+  const run = (fused: boolean) => {
+    setFusedDecode(fused);
+    try {
+      return generate(model, prompts, { maxNewTokens: 12, temperature: 1, rng: new Rng(11) });
+    } finally {
+      setFusedDecode(true);
+    }
+  };
+  return { model, prompts, fused: run(true), plain: run(false) };
+}
+
+for (const name of ['native', 'reference'] as const) {
+  describe(`fused decode step (${name} backend)`, () => {
+    setBackend(name);
+    after(() => {
+      setPrecision('fp32');
+      setBackend('native');
+    });
+    for (const precision of ['fp32', 'bf16'] as const) {
+      it(`gives the layer-by-layer tokens and log-probs bit for bit: Llama (GQA, tied) and Qwen2 (biases), ${precision}`, () => {
+        setBackend(name);
+        setPrecision(precision);
+        for (const hf of [llama, qwen2]) {
+          const { fused, plain } = sampleBoth(hf, 8);
+          assert.deepEqual(fused.tokens, plain.tokens, `${hf.model_type} tokens`);
+          assert.deepEqual(fused.logprobs, plain.logprobs, `${hf.model_type} log-probs`);
+        }
+        setPrecision('fp32');
+      });
+    }
+  });
+}
+
+describe('when the fused step runs', () => {
+  const original = referenceBackend.llamaDecodeStep;
+  let calls = 0;
+  after(() => {
+    referenceBackend.llamaDecodeStep = original;
+    setBackend('native');
+  });
+
+  it('inside sampling with enough rows; not for fewer rows, not with a LoRA adapter, not when turned off', () => {
+    setBackend('reference');
+    referenceBackend.llamaDecodeStep = (...args) => {
+      calls++;
+      original(...args);
+    };
+    const count = (fn: () => void) => {
+      calls = 0;
+      fn();
+      return calls;
+    };
+    assert.ok(count(() => sampleBoth(llama, 8)) > 0, '8 rows: fused');
+    assert.ok(count(() => sampleBoth(qwen2, 8)) > 0, 'Qwen2 with biases: fused');
+    assert.equal(
+      count(() => sampleBoth(llama, PACKED_MIN_ROWS - 1)),
+      0,
+      'below the packs',
+    );
+    const model = createModel(parseModelConfig(llama));
+    model.initialize(new Rng(1));
+    applyLora(model, { r: 2, alpha: 4, targetModules: ['q_proj'] }, new Rng(2));
+    const prompts = Array.from({ length: 8 }, () => [1, 2, 3]);
+    assert.equal(
+      count(() => generate(model, prompts, { maxNewTokens: 4, rng: 1 })),
+      0,
+      'LoRA',
+    );
+    const plain = createModel(parseModelConfig(llama));
+    plain.initialize(new Rng(1));
+    assert.ok(count(() => generate(plain, prompts, { maxNewTokens: 4, rng: 1 })) > 0);
+    setFusedDecode(false);
+    try {
+      assert.equal(
+        count(() => generate(plain, prompts, { maxNewTokens: 4, rng: 1 })),
+        0,
+        'turned off',
+      );
+    } finally {
+      setFusedDecode(true);
+    }
+  });
+});
