@@ -37,7 +37,8 @@ static void proj(const LlamaDecode *d, int64_t N, int64_t K, const float *A, con
   sgemm_prepacked(d->R, N, K, 1.0f, A, K, pack, d->bf16, bias ? 1.0f : 0.0f, C, ldc);
 }
 
-bool llama_decode_step(const LlamaDecode *d, float *logits) {
+/* The step for d->R rows on the calling thread (its kernels may still split their own work). */
+static bool decode_rows(const LlamaDecode *d, float *logits) {
   const int64_t R = d->R, C = d->C, H = d->H, Hkv = d->Hkv, D = d->D, F = d->F, S = d->len + 1;
   const int64_t ldkv = d->Smax * Hkv * D; /* one cache row (sequence) */
   float *buf = malloc((size_t)(R * (3 * C + 2 * H * D + 2 * F + H * S + 1)) * sizeof(float));
@@ -78,4 +79,50 @@ bool llama_decode_step(const LlamaDecode *d, float *logits) {
   proj(d, d->V, C, x, d->head, NULL, logits, d->V);
   free(buf);
   return true;
+}
+
+/* Rows are independent sequences, so threads can take whole rows through the whole step: one pool
+ * wake-up per step instead of one per product, where a small model's products are each too small
+ * to split (PREPACKED_PAR_MIN_FLOPS) and the second core would idle. Each thread then reads every
+ * weight, which pays while the weights stay in cache, not for a model whose decode streams them
+ * from memory (10m's 38 MB of fp32 packs): that one keeps splitting its products instead. */
+#define ROW_SPLIT_MAX_BYTES (8 << 20)
+#define ROW_SPLIT_MIN_ROWS 4 /* per thread: a packed product's rows come in register tiles */
+
+typedef struct {
+  const LlamaDecode *d;
+  float *logits;
+  int failed;
+} RowSplit;
+
+static void decode_slice(int t, int T, void *ctx) {
+  RowSplit *s = ctx;
+  const LlamaDecode *d = s->d;
+  int64_t r0 = d->R * t / T, r1 = d->R * (t + 1) / T, ldkv = d->Smax * d->Hkv * d->D;
+  float **kv = malloc((size_t)(2 * d->L) * sizeof *kv);
+  if (!kv) {
+    __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t l = 0; l < d->L; l++) kv[l] = d->cacheK[l] + r0 * ldkv, kv[d->L + l] = d->cacheV[l] + r0 * ldkv;
+  LlamaDecode sub = *d;
+  sub.R = r1 - r0;
+  sub.ids += r0;
+  sub.pos += r0;
+  sub.keyMask += r0 * d->Smax;
+  sub.cacheK = kv;
+  sub.cacheV = kv + d->L;
+  if (!decode_rows(&sub, s->logits + r0 * d->V)) __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+  free(kv);
+}
+
+bool llama_decode_step(const LlamaDecode *d, float *logits) {
+  int64_t per_layer = d->C * d->H * d->D * 2 + 2 * d->C * d->Hkv * d->D + 3 * d->C * d->F;
+  double bytes = ((double)d->L * per_layer + (double)d->V * d->C) * (d->bf16 ? 2 : 4);
+  int64_t T = d->R / ROW_SPLIT_MIN_ROWS;
+  if (T > threads()) T = threads();
+  if (T < 2 || team_size() > 1 || bytes > ROW_SPLIT_MAX_BYTES) return decode_rows(d, logits);
+  RowSplit s = {d, logits, 0};
+  parallel_run((int)T, decode_slice, &s);
+  return !s.failed;
 }
