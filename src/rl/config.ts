@@ -206,7 +206,7 @@ export const MagrpoConfigSchema = z
       .boolean()
       .default(false)
       .describe(
-        "(magrpo; DAPO's dynamic-sampling filter) leave out of the buffers node samples whose G returns are all equal: their advantages are zero, so their optimizer steps would only carry the KL term. Their rewards are still logged",
+        "(magrpo; DAPO's dynamic-sampling filter) leave out of the buffers node samples whose G returns are all equal: their advantages are zero, so their optimizer steps would only carry the KL term. Their rewards are still logged. A decaying lr_scheduler plans for every group, so it ends before reaching its last value",
       ),
     uniform_item_skip_epochs: nonNegInt()
       .default(0)
