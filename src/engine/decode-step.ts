@@ -14,18 +14,8 @@ import type { Backend, FloatArray } from './backend.js';
 /** Weights per layer in `llamaDecodeStep`'s list: 9 norms and packs, then 7 biases. */
 export const DECODE_WEIGHTS_PER_LAYER = 16;
 
-export function composeLlamaDecodeStep(
-  be: Backend,
-  dims: Float64Array,
-  weights: readonly (FloatArray | null)[],
-  caches: readonly FloatArray[],
-  keyMask: Uint8Array,
-  ids: Int32Array,
-  positions: Int32Array,
-  cos: FloatArray,
-  sin: FloatArray,
-  logits: FloatArray,
-): void {
+export function composeLlamaDecodeStep(be: Backend, ...args: Parameters<Backend['llamaDecodeStep']>): void {
+  const [dims, weights, caches, keyMask, ids, positions, cos, sin, logits] = args;
   const [R, L, C, H, Hkv, D, F, V, Smax, len, eps, bf16Flag] = dims;
   const bf16 = bf16Flag !== 0;
   const HD = H * D;
