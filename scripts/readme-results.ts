@@ -56,6 +56,10 @@ export const SECTIONS: Record<string, { dir: string; columns: [string, string][]
     dir: 'results/demo-tldr',
     columns: WRITING_COLUMNS_CLAUSES,
   },
+  'demo-tldr-clause35': {
+    dir: 'results/demo-tldr-clause35',
+    columns: WRITING_COLUMNS_CLAUSES,
+  },
   'demo-tldr-noclause': {
     dir: 'results/demo-tldr-noclause',
     columns: WRITING_COLUMNS,
