@@ -11,10 +11,9 @@
  *   logits = lm_head(norm(h))
  */
 import type { FloatArray } from '../engine/backend.js';
-import { DECODE_WEIGHTS_PER_LAYER } from '../engine/decode-step.js';
 import { embedding, type RopeTables, rmsnorm, rope, ropeTables, swiglu } from '../engine/nn.js';
 import { add, gatherRows, linear, reshape } from '../engine/ops.js';
-import { type PackedWeight, packedWeight } from '../engine/packed.js';
+import { packedWeight } from '../engine/packed.js';
 import { alloc, backend, getDType } from '../engine/runtime.js';
 import { isGradEnabled, Tensor } from '../engine/tensor.js';
 import type { LlamaConfig } from './config.js';
@@ -129,12 +128,7 @@ export class LlamaModel extends CausalLM {
     if (opts.outputRows && (opts.outputRows.length !== B || opts.outputRows.some((r, i) => r !== i))) return null;
     const { hiddenSize: C, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const be = backend();
-    const packs: PackedWeight[] = [];
-    const pack = (name: string, N: number, K: number): FloatArray | null => {
-      const p = packedWeight(be, this.param(name).data, true, B, N, K);
-      if (p) packs.push(p);
-      return p?.data ?? null;
-    };
+    const pack = (name: string, N: number, K: number): FloatArray | null => packedWeight(be, this.param(name).data, true, B, N, K)?.data ?? null;
     const bias = (name: string) => this.params.get(`${name}.bias`)?.data ?? null;
     const head = pack(c.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', V, C);
     if (head === null) return null; // no pack scope, or rows outside the packs' range
@@ -160,8 +154,7 @@ export class LlamaModel extends CausalLM {
       weights.push(...layer);
       caches.push(cache.k[l].data, cache.v[l].data);
     }
-    if (weights.length !== 3 + DECODE_WEIGHTS_PER_LAYER * L) throw new Error('llama decode: weight list out of step with the kernel');
-    const bf16 = packs.some((p) => p.bf16);
+    const bf16 = be.getPrecision() !== 'fp32'; // packedWeight makes bf16 packs exactly then
     cache.appendMask(1, opts.keyMask);
     const tables = this.ropeTables();
     const dims = Float64Array.of(B, L, C, H, Hkv, D, F, V, cache.maxLen, cache.len, c.rmsNormEps, bf16 ? 1 : 0);
