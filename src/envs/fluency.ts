@@ -5,7 +5,7 @@
  *
  *   ref_nll        mean per-token NLL under the starting model (the base model of that role),
  *                  of the completion re-tokenised after the role's turn-1 prompt
- *   word_validity, distinct_2, repetition   (prose environments; src/text/fluency.ts), in %
+ *   word_validity, grammar_validity, distinct_2, repetition   (prose environments; src/text/fluency.ts), in %
  *   clause_length  mean words per clause (prose environments), in words
  *
  * The table shows the worst role (highest NLL, lowest validity): hacking usually hits one agent;
@@ -47,7 +47,7 @@ export function fluencyColumns<Item>(
   const f = task.formatters;
   const formatters = Array.isArray(f) && f.length !== N ? null : formattersFor(task, N);
   const out: Record<string, number> = {};
-  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], distinct_2: [], repetition: [], clause_length: [] };
+  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], grammar_validity: [], distinct_2: [], repetition: [], clause_length: [] };
   for (let i = 0; i < N; i++) {
     const lm = baseModels[i] ?? baseModels[0];
     const nll: number[] = [];
@@ -68,6 +68,7 @@ export function fluencyColumns<Item>(
   }
   if (worst.ref_nll.length) out.ref_nll = Math.max(...worst.ref_nll);
   if (worst.word_validity.length) out.word_validity = Math.min(...worst.word_validity);
+  if (worst.grammar_validity.length) out.grammar_validity = Math.min(...worst.grammar_validity);
   if (worst.distinct_2.length) out.distinct_2 = Math.min(...worst.distinct_2);
   if (worst.repetition.length) out.repetition = Math.max(...worst.repetition);
   if (worst.clause_length.length) out.clause_length = Math.min(...worst.clause_length);

@@ -74,6 +74,11 @@ const fluencyGuard = z
       .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
       .optional()
       .describe('also scale by a ramp on distinct-2 (unique word bigrams / bigrams): repeated phrases of real words'),
+    grammar: z
+      .strictObject({ zero_at: z.number().min(0).lt(1), full_at: z.number().gt(0).max(1) })
+      .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
+      .optional()
+      .describe('also scale by a ramp on grammar validity (share of function-word trigrams found in English prose): real words in no English order'),
     clause_length: z
       .strictObject({ zero_at: z.number().min(0), full_at: z.number().gt(0) })
       .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] })
@@ -89,9 +94,9 @@ const fluencyGuard = z
 const guardOption = (o: unknown) => {
   if (!o) return undefined;
   type Ramp = { zero_at: number; full_at: number };
-  const g = o as { zero_at?: number; full_at: number; distinct_2?: Ramp; clause_length?: Ramp };
+  const g = o as { zero_at?: number; full_at: number; distinct_2?: Ramp; grammar?: Ramp; clause_length?: Ramp };
   const ramp = (r: Ramp | undefined) => (r ? { zeroAt: r.zero_at, fullAt: r.full_at } : undefined);
-  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at, distinct2: ramp(g.distinct_2), clauseLength: ramp(g.clause_length) };
+  return { zeroAt: g.zero_at ?? 0, fullAt: g.full_at, distinct2: ramp(g.distinct_2), grammar: ramp(g.grammar), clauseLength: ramp(g.clause_length) };
 };
 
 export const ENVIRONMENTS: readonly EnvEntry[] = [

@@ -5,10 +5,11 @@
  *
  *   ref_nll        mean per-token NLL of a completion under the frozen starting model
  *   word_validity  share of letters in real, non-degenerate words (prose tasks; src/text/fluency.ts)
+ *   grammar_validity share of function-word trigrams found in English prose (src/text/grammar.ts)
  *   distinct_2, repetition, clause_length (words per clause)
  *
  * The warning compares a recent window with the agent's first window: word validity more than
- * 10 points below its starting value, ref NLL more than 50% (and 0.25 nats) above it, or clauses less than half
+ * 10 points below its starting value, grammar validity likewise, ref NLL more than 50% (and 0.25 nats) above it, or clauses less than half
  * as long (prose turned into lists of fragments).
  */
 import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
@@ -41,7 +42,7 @@ export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
  * Thresholds of the degradation warning. A ref NLL rise must also exceed `refNllMinRise` nats:
  * code completions start near 0.05 nats/token, where +50% is noise, not drift.
  */
-export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, refNllRise: 0.5, refNllMinRise: 0.25, clauseLengthRatio: 0.5 } as const;
+export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, grammarValidityDrop: 0.1, refNllRise: 0.5, refNllMinRise: 0.25, clauseLengthRatio: 0.5 } as const;
 
 interface Seen {
   fluency: GroupFluency;
@@ -75,6 +76,9 @@ export class FluencyMonitor {
     if (wv0 !== undefined && wv !== undefined && wv < wv0 - FLUENCY_WARNING.wordValidityDrop) reasons.push(`word validity fell from ${pct(wv0)} to ${pct(wv)}`);
     if (nll0 !== undefined && nll !== undefined && nll > nll0 * (1 + FLUENCY_WARNING.refNllRise) && nll - nll0 > FLUENCY_WARNING.refNllMinRise)
       reasons.push(`NLL under the starting model rose from ${nll0.toFixed(2)} to ${nll.toFixed(2)} nats/token`);
+    const [gv0, gv] = [start.grammar_validity, now.grammar_validity];
+    if (gv0 !== undefined && gv !== undefined && gv < gv0 - FLUENCY_WARNING.grammarValidityDrop)
+      reasons.push(`grammar validity fell from ${pct(gv0)} to ${pct(gv)} (real words in no English order?)`);
     const [cl0, cl] = [start.clause_length, now.clause_length];
     if (cl0 !== undefined && cl !== undefined && cl < cl0 * FLUENCY_WARNING.clauseLengthRatio)
       reasons.push(`clauses shrank from ${cl0.toFixed(1)} to ${cl.toFixed(1)} words (lists of fragments?)`);

@@ -22,7 +22,7 @@ export type DemoEnv = keyof typeof DEMOS;
 
 /** The paper's table columns (all metrics stay in demo.json and report.json). */
 const TABLE_COLUMNS: Record<DemoEnv, string[]> = {
-  tldr: ['return', 'structure', 'coherence', 'consistency', 'word_validity', 'ref_nll', 'distinct_2', 'clause_length', 'response_s', 'tokens'],
+  tldr: ['return', 'structure', 'coherence', 'consistency', 'word_validity', 'grammar_validity', 'ref_nll', 'distinct_2', 'clause_length', 'response_s', 'tokens'],
   'coop-python': ['return', 'structure', 'syntax', 'tests', 'cooperation', 'pass@1', 'response_s', 'output_tokens'],
 };
 
@@ -131,7 +131,7 @@ export function trainingFluency(runDir: string): Record<string, { first: number;
   const out: Record<string, { first: number; last: number }> = {};
   const metrics = readJsonl<Record<string, number>>(join(runDir, RUN_FILES.metrics));
   const keys = new Set(
-    metrics.flatMap((m) => Object.keys(m).filter((k) => /^agent_\d+\/(word_validity|ref_nll|distinct_2|repetition|clause_length)$/.test(k))),
+    metrics.flatMap((m) => Object.keys(m).filter((k) => /^agent_\d+\/(word_validity|grammar_validity|ref_nll|distinct_2|repetition|clause_length)$/.test(k))),
   );
   for (const k of keys) {
     const v = metrics.flatMap((m) => (Number.isFinite(m[k]) ? [m[k]] : []));

@@ -5,6 +5,8 @@
  *   wordValidity(text)  share of the text's letters that stand in real, non-degenerate words
  *   distinctN(text, 2)  unique word bigrams / word bigrams (Li et al., 2016, "distinct-2")
  *   repetitionRate(text) share of word trigrams that repeat an earlier trigram of the same text
+ *   grammarValidity(text) share of the text's function-word trigrams found in English prose
+ *                       (grammar.ts): catches real words in no English order (", and, and")
  *   clauseLength(text)  mean words per clause (a run of words between punctuation marks): lists
  *                       of fragments ("a kind, a large and a display, the subject, a sort") score
  *                       2–3, English prose 5–9 (TL;DR posts: median 6.7, 5th percentile 4.3)
@@ -21,6 +23,7 @@
  */
 import { readFileSync } from 'node:fs';
 import wordListPath from 'word-list';
+import { grammarValidity } from './grammar.js';
 
 let dictionary: Set<string> | null = null;
 
@@ -147,20 +150,21 @@ export function clauseLength(text: string): number {
 /** The text-only fluency metrics of one completion (clause_length in words, the rest in [0, 1]). */
 export interface TextFluency {
   word_validity: number;
+  grammar_validity: number;
   distinct_2: number;
   repetition: number;
   clause_length: number;
 }
 
-export const TEXT_FLUENCY_METRICS = ['word_validity', 'distinct_2', 'repetition', 'clause_length'] as const;
+export const TEXT_FLUENCY_METRICS = ['word_validity', 'grammar_validity', 'distinct_2', 'repetition', 'clause_length'] as const;
 
 export function textFluency(text: string): TextFluency {
-  return { word_validity: wordValidity(text), distinct_2: distinctN(text, 2), repetition: repetitionRate(text), clause_length: clauseLength(text) };
+  return { word_validity: wordValidity(text), grammar_validity: grammarValidity(text), distinct_2: distinctN(text, 2), repetition: repetitionRate(text), clause_length: clauseLength(text) };
 }
 
 /** Mean of each metric over several texts (zeros for none). */
 export function meanTextFluency(texts: readonly string[]): TextFluency {
-  const m: TextFluency = { word_validity: 0, distinct_2: 0, repetition: 0, clause_length: 0 };
+  const m: TextFluency = { word_validity: 0, grammar_validity: 0, distinct_2: 0, repetition: 0, clause_length: 0 };
   if (texts.length === 0) return m;
   for (const t of texts) {
     const f = textFluency(t);

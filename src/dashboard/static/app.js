@@ -30,6 +30,7 @@ const CHARTS = [
   { id: 'lr', section: 'agents', title: 'Learning rate', y: 'learning rate', match: /^agent_\d+\/lr$/, optional: true },
   // Fluency next to the reward: a rising reward with falling word validity or rising ref NLL is hacking.
   { id: 'fluency', section: 'agents', title: 'Fluency: word validity, distinct-2, repetition (0–1)', y: 'fraction (0–1)', match: /^agent_\d+\/(word_validity|distinct_2|repetition)$/, optional: true },
+  { id: 'grammar_validity', section: 'agents', title: 'Fluency: grammar validity (share of function-word trigrams found in English)', y: 'share', match: /^agent_\d+\/grammar_validity$/, optional: true },
   { id: 'clause_length', section: 'agents', title: 'Fluency: words per clause (lists of fragments score 2–3)', y: 'words', match: /^agent_\d+\/clause_length$/, optional: true },
   { id: 'ref_nll', section: 'agents', title: 'Fluency: NLL under the starting model (nats per token)', y: 'nats per token', match: /^agent_\d+\/ref_nll$/, optional: true },
   { id: 'eval', section: 'eval', title: 'Eval reward and expected return', y: 'reward', match: /^eval\/turn_\d+\/(reward_mean|expected_return)$/, evalRows: true },

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Task } from '../../rl/task.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
+import { grammarValidity } from '../../text/grammar.js';
 import type { Environment, EpisodeResult } from '../environment.js';
 import { type WritingSpec, writingBaselines } from './baselines.js';
 import { ARXIV_COMPLETION, type CompletionPrompts, TLDR_COMPLETION } from './completion-prompts.js';
@@ -55,6 +56,8 @@ export interface FluencyGuard {
   fullAt: number;
   /** Optionally also a ramp on distinct-2 (repeated phrases made of real words). */
   distinct2?: { zeroAt: number; fullAt: number };
+  /** Optionally also a ramp on grammar validity (real words in no English order, ", and, and"). */
+  grammar?: { zeroAt: number; fullAt: number };
   /** Optionally also a ramp on clause length in words (lists of fragments made of real words). */
   clauseLength?: { zeroAt: number; fullAt: number };
 }
@@ -67,6 +70,7 @@ export function fluencyFactor(completions: readonly string[], guard: FluencyGuar
   for (const c of completions) {
     f *= ramp(wordValidity(c), guard);
     if (guard.distinct2) f *= ramp(distinctN(c, 2), guard.distinct2);
+    if (guard.grammar) f *= ramp(grammarValidity(c), guard.grammar);
     if (guard.clauseLength) f *= ramp(clauseLength(c), guard.clauseLength);
   }
   return f;

@@ -79,3 +79,18 @@ describe('fluency guard (env.options.fluency_guard)', () => {
     assert.equal(guarded.metrics(episodes, [item]).return, plain.metrics(episodes, [item]).return);
   });
 });
+
+describe('fluency guard: grammar ramp', () => {
+  it('takes the reward of real words in no English order, and leaves English alone', () => {
+    const chains = 'in this day, to th a time, and, and be filled and devourant, and in any moment,, in the time; and, and, did not.';
+    const runOn = 'a jar is the only difference of the completely the was the first was the was suit of the terr was the he is still.';
+    const g = { ...GUARD, grammar: { zeroAt: 0.75, fullAt: 0.92 } };
+    assert.equal(fluencyFactor([summary, detail], g), 1);
+    for (const t of [chains, runOn]) {
+      const wordsOnly = fluencyFactor([t, detail], GUARD);
+      assert.ok(wordsOnly > 0.7, `word validity alone mostly passes it (${wordsOnly})`);
+      assert.ok(fluencyFactor([t, detail], g) < 0.8 * wordsOnly, `${t}: ${fluencyFactor([t, detail], g)}`);
+    }
+    assert.equal(fluencyFactor([runOn, detail], g), 0);
+  });
+});
