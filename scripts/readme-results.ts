@@ -40,6 +40,9 @@ const WRITING_COLUMNS: [string, string][] = [
 /** The writing demo's columns since words per clause was measured (older result sets lack it). */
 const WRITING_COLUMNS_CLAUSES: [string, string][] = [...WRITING_COLUMNS, ['clause_length', 'words/clause']];
 
+/** The writing demo's columns since grammar validity was measured. */
+const WRITING_COLUMNS_GRAMMAR: [string, string][] = [...WRITING_COLUMNS, ['grammar_validity', 'grammar'], ['clause_length', 'words/clause']];
+
 /** The coding demos' columns. */
 const CODING_COLUMNS: [string, string][] = [
   ['return', 'return'],
@@ -54,6 +57,10 @@ const CODING_COLUMNS: [string, string][] = [
 export const SECTIONS: Record<string, { dir: string; columns: [string, string][] }> = {
   'demo-tldr': {
     dir: 'results/demo-tldr',
+    columns: WRITING_COLUMNS_GRAMMAR,
+  },
+  'demo-tldr-nogrammar': {
+    dir: 'results/demo-tldr-nogrammar',
     columns: WRITING_COLUMNS_CLAUSES,
   },
   'demo-tldr-clause35': {
@@ -137,6 +144,10 @@ export function renderSection(name: string, root = '.'): string {
     `Mean over seeds ${seeds}, with min–max in brackets; the best return is bold. ${
       spec.columns.some(([k]) => k === 'word_validity')
         ? `Word validity is the weakest agent's share (%) of letters in real words, ref NLL its mean per-token NLL under the untrained model (lower is more natural text)${
+            spec.columns.some(([k]) => k === 'grammar_validity')
+              ? ', grammar its share (%) of function-word trigrams found in English prose (TL;DR posts: 96.7)'
+              : ''
+          }${
             spec.columns.some(([k]) => k === 'clause_length')
               ? ', words/clause its mean words between punctuation marks (lists of fragments: 2–3; TL;DR posts: 6.8)'
               : ''
@@ -158,7 +169,10 @@ export function renderSection(name: string, root = '.'): string {
         .map((k) => {
           const agent = k.split('/')[0];
           const clauses = tf[`${agent}/clause_length`];
-          const words = clauses ? ` (words/clause ${fmt(clauses.first)} → ${fmt(clauses.last)})` : '';
+          const grammar = tf[`${agent}/grammar_validity`];
+          const words =
+            (grammar ? ` (grammar ${fmt(100 * grammar.first)} → ${fmt(100 * grammar.last)}` : '') +
+            (clauses ? `${grammar ? ',' : ' ('} words/clause ${fmt(clauses.first)} → ${fmt(clauses.last)})` : grammar ? ')' : '');
           return `${agent.replace('_', ' ')} ${fmt(100 * tf[k].first)} → ${fmt(100 * tf[k].last)}${words}`;
         });
       lines.push(`- seed ${r.seed}: ${agents.join(', ')}`);

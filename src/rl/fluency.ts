@@ -42,7 +42,14 @@ export function meanFluency(groups: readonly GroupFluency[]): GroupFluency {
  * Thresholds of the degradation warning. A ref NLL rise must also exceed `refNllMinRise` nats:
  * code completions start near 0.05 nats/token, where +50% is noise, not drift.
  */
-export const FLUENCY_WARNING = { window: 16, wordValidityDrop: 0.1, grammarValidityDrop: 0.1, refNllRise: 0.5, refNllMinRise: 0.25, clauseLengthRatio: 0.5 } as const;
+export const FLUENCY_WARNING = {
+  window: 16,
+  wordValidityDrop: 0.1,
+  grammarValidityDrop: 0.1,
+  refNllRise: 0.5,
+  refNllMinRise: 0.25,
+  clauseLengthRatio: 0.5,
+} as const;
 
 interface Seen {
   fluency: GroupFluency;

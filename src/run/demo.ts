@@ -22,7 +22,19 @@ export type DemoEnv = keyof typeof DEMOS;
 
 /** The paper's table columns (all metrics stay in demo.json and report.json). */
 const TABLE_COLUMNS: Record<DemoEnv, string[]> = {
-  tldr: ['return', 'structure', 'coherence', 'consistency', 'word_validity', 'grammar_validity', 'ref_nll', 'distinct_2', 'clause_length', 'response_s', 'tokens'],
+  tldr: [
+    'return',
+    'structure',
+    'coherence',
+    'consistency',
+    'word_validity',
+    'grammar_validity',
+    'ref_nll',
+    'distinct_2',
+    'clause_length',
+    'response_s',
+    'tokens',
+  ],
   'coop-python': ['return', 'structure', 'syntax', 'tests', 'cooperation', 'pass@1', 'response_s', 'output_tokens'],
 };
 

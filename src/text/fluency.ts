@@ -159,7 +159,13 @@ export interface TextFluency {
 export const TEXT_FLUENCY_METRICS = ['word_validity', 'grammar_validity', 'distinct_2', 'repetition', 'clause_length'] as const;
 
 export function textFluency(text: string): TextFluency {
-  return { word_validity: wordValidity(text), grammar_validity: grammarValidity(text), distinct_2: distinctN(text, 2), repetition: repetitionRate(text), clause_length: clauseLength(text) };
+  return {
+    word_validity: wordValidity(text),
+    grammar_validity: grammarValidity(text),
+    distinct_2: distinctN(text, 2),
+    repetition: repetitionRate(text),
+    clause_length: clauseLength(text),
+  };
 }
 
 /** Mean of each metric over several texts (zeros for none). */

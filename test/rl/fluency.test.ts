@@ -34,6 +34,14 @@ describe('FluencyMonitor', () => {
     for (let k = 0; k < W && !warning; k++) warning = m.observe(0, { word_validity: 0.9, clause_length: 2.5 }, 'the subject, a sort, the justice');
     assert.ok(warning?.includes('clauses shrank from 6.0') && warning.includes('the subject, a sort'), String(warning));
   });
+  it('warns when grammar validity falls more than 10 points (real words in no English order)', () => {
+    const m = new FluencyMonitor(1);
+    for (let k = 0; k < W; k++) m.observe(0, { word_validity: 0.9, grammar_validity: 0.95 }, 'the whale rose beside the ship');
+    for (let k = 0; k < W; k++) assert.equal(m.observe(0, { word_validity: 0.9, grammar_validity: 0.87 }, 'and the ship'), null, '8 points is tolerated');
+    let warning: string | null = null;
+    for (let k = 0; k < W && !warning; k++) warning = m.observe(0, { word_validity: 0.9, grammar_validity: 0.8 }, 'and, and be filled, and');
+    assert.ok(warning?.includes('grammar validity fell from 95.0%') && warning.includes('and, and be filled'), String(warning));
+  });
   it('does not warn about a ref NLL rise too small to matter (code starts near 0.05 nats/token)', () => {
     const m = new FluencyMonitor(1);
     for (let k = 0; k < W; k++) m.observe(0, { ref_nll: 0.04 }, 'def aux(n):');

@@ -7,7 +7,20 @@ import { attestedTrigrams, classTrigrams, FUNCTION_WORDS, grammarTrigrams, gramm
 
 test('word classes: function words stay, other words become W, contractions expand', () => {
   assert.deepEqual(wordClasses("The whale didn't see us, and we'll sail in 1851!"), [
-    'the', 'W', 'did', 'not', 'W', 'us', ',', 'and', 'we', 'will', 'W', 'in', 'N', '.',
+    'the',
+    'W',
+    'did',
+    'not',
+    'W',
+    'us',
+    ',',
+    'and',
+    'we',
+    'will',
+    'W',
+    'in',
+    'N',
+    '.',
   ]);
   assert.deepEqual(wordClasses("I can't — won't; the man's (old) boat"), ['i', 'can', 'not', ';', 'will', 'not', ';', 'the', 'W', 'is', '(', 'W', '(', 'W']);
   // Case does not matter, curly apostrophes are straight ones.
@@ -46,7 +59,9 @@ test('real words in no English order score low', () => {
     ['empty', '', 0],
   ];
   for (const [name, text, max] of cases) assert.ok(grammarValidity(text) <= max, `${name}: ${grammarValidity(text)} > ${max}`);
-  const bad = grammarTrigrams('the was the was').filter((g) => !g.attested).map((g) => g.trigram);
+  const bad = grammarTrigrams('the was the was')
+    .filter((g) => !g.attested)
+    .map((g) => g.trigram);
   assert.deepEqual(bad, ['the was the', 'was the was']);
 });
 
