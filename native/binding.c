@@ -19,7 +19,7 @@
  * failed, later getters become no-ops, and the kernel checks `c.failed` once before working.
  * ------------------------------------------------------------------------------------------- */
 
-#define MAX_ARGS 16
+#define MAX_ARGS 32
 
 typedef struct {
   napi_env env;
@@ -204,34 +204,59 @@ static float *arg_f32_or_null(Call *c, size_t i, const char *name, double need) 
  * gemm
  * ------------------------------------------------------------------------------------------- */
 
-static napi_value k_gemm(napi_env env, napi_callback_info info) {
-  Call c;
-  if (!call_init(&c, env, info, "gemm", 16)) return NULL;
-  bool tA = arg_bool(&c, 0, "transA"), tB = arg_bool(&c, 1, "transB");
-  int64_t M = arg_int(&c, 2, "M", 0), N = arg_int(&c, 3, "N", 0), K = arg_int(&c, 4, "K", 0);
-  double alpha = arg_number(&c, 5, "alpha");
-  int64_t offA = arg_int(&c, 7, "offA", 0), lda = arg_int(&c, 8, "lda", 0);
-  int64_t offB = arg_int(&c, 10, "offB", 0), ldb = arg_int(&c, 11, "ldb", 0);
-  double beta = arg_number(&c, 12, "beta");
-  int64_t offC = arg_int(&c, 14, "offC", 0), ldc = arg_int(&c, 15, "ldc", 0);
-  if (c.failed) return NULL;
+/* One gemm's 16 arguments from position `at` (transA, transB, M, N, K, alpha, A, offA, lda, B, offB,
+ * ldb, beta, C, offC, ldc), checked; false (with the error thrown) when they are not valid. */
+static bool gemm_args(Call *c, int at, GemmPairCall *g) {
+  bool tA = arg_bool(c, at + 0, "transA"), tB = arg_bool(c, at + 1, "transB");
+  int64_t M = arg_int(c, at + 2, "M", 0), N = arg_int(c, at + 3, "N", 0), K = arg_int(c, at + 4, "K", 0);
+  double alpha = arg_number(c, at + 5, "alpha");
+  int64_t offA = arg_int(c, at + 7, "offA", 0), lda = arg_int(c, at + 8, "lda", 0);
+  int64_t offB = arg_int(c, at + 10, "offB", 0), ldb = arg_int(c, at + 11, "ldb", 0);
+  double beta = arg_number(c, at + 12, "beta");
+  int64_t offC = arg_int(c, at + 14, "offC", 0), ldc = arg_int(c, at + 15, "ldc", 0);
+  if (c->failed) return false;
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX) {
-    fail(&c, true, "sizes and leading dimensions must be < 2^31");
-    return NULL;
+    fail(c, true, "sizes and leading dimensions must be < 2^31");
+    return false;
   }
   /* A is stored [rowsA, colsA] with row stride lda; likewise B and C. */
   int64_t rowsA = tA ? K : M, colsA = tA ? M : K;
   int64_t rowsB = tB ? N : K, colsB = tB ? K : N;
   int64_t minA = colsA > 1 ? colsA : 1, minB = colsB > 1 ? colsB : 1, minC = N > 1 ? N : 1;
-  if (lda < minA) fail(&c, true, "lda = %lld is less than %lld, the row length of A as stored", (long long)lda, (long long)minA);
-  if (ldb < minB) fail(&c, true, "ldb = %lld is less than %lld, the row length of B as stored", (long long)ldb, (long long)minB);
-  if (ldc < minC) fail(&c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)minC);
+  if (lda < minA) fail(c, true, "lda = %lld is less than %lld, the row length of A as stored", (long long)lda, (long long)minA);
+  if (ldb < minB) fail(c, true, "ldb = %lld is less than %lld, the row length of B as stored", (long long)ldb, (long long)minB);
+  if (ldc < minC) fail(c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)minC);
   bool emptyA = rowsA == 0 || colsA == 0, emptyB = rowsB == 0 || colsB == 0, emptyC = M == 0 || N == 0;
-  float *A = arg_f32(&c, 6, "A", emptyA ? 0 : (double)offA + (double)(rowsA - 1) * lda + colsA);
-  float *B = arg_f32(&c, 9, "B", emptyB ? 0 : (double)offB + (double)(rowsB - 1) * ldb + colsB);
-  float *C = arg_f32(&c, 13, "C", emptyC ? 0 : (double)offC + (double)(M - 1) * ldc + N);
-  if (c.failed || emptyC) return c.failed ? NULL : undefined(env);
-  gemm_f32(tA, tB, M, N, K, alpha, A + offA, lda, B + offB, ldb, beta, C + offC, ldc);
+  float *A = arg_f32(c, at + 6, "A", emptyA ? 0 : (double)offA + (double)(rowsA - 1) * lda + colsA);
+  float *B = arg_f32(c, at + 9, "B", emptyB ? 0 : (double)offB + (double)(rowsB - 1) * ldb + colsB);
+  float *C = arg_f32(c, at + 13, "C", emptyC ? 0 : (double)offC + (double)(M - 1) * ldc + N);
+  if (c->failed) return false;
+  *g = (GemmPairCall){tA, tB, M, N, K, lda, ldb, ldc, alpha, beta, A ? A + offA : NULL, B ? B + offB : NULL, C ? C + offC : NULL};
+  return true;
+}
+
+static napi_value k_gemm(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "gemm", 16)) return NULL;
+  GemmPairCall g;
+  if (!gemm_args(&c, 0, &g)) return NULL;
+  if (g.M > 0 && g.N > 0) gemm_f32(g.tA, g.tB, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+  return undefined(env);
+}
+
+/* Two independent products: the first gemm's 16 arguments, then the second's (gemm_pair). */
+static napi_value k_gemm_pair(napi_env env, napi_callback_info info) {
+  Call c;
+  if (!call_init(&c, env, info, "gemmPair", 32)) return NULL;
+  GemmPairCall g[2];
+  if (!gemm_args(&c, 0, &g[0]) || !gemm_args(&c, 16, &g[1])) return NULL;
+  bool empty0 = g[0].M == 0 || g[0].N == 0, empty1 = g[1].M == 0 || g[1].N == 0;
+  if (!empty0 && !empty1)
+    gemm_pair(&g[0], &g[1]);
+  else if (!empty0 || !empty1) {
+    const GemmPairCall *one = empty0 ? &g[1] : &g[0];
+    gemm_f32(one->tA, one->tB, one->M, one->N, one->K, one->alpha, one->A, one->lda, one->B, one->ldb, one->beta, one->C, one->ldc);
+  }
   return undefined(env);
 }
 
@@ -1077,6 +1102,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"setPrecision", k_set_precision},
       {"precision", k_precision},
       {"gemm", k_gemm},
+      {"gemmPair", k_gemm_pair},
       {"packedFloats", k_packed_floats},
       {"packB", k_pack_b},
       {"gemmPrepacked", k_gemm_prepacked},

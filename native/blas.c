@@ -121,6 +121,48 @@ const char *blas_init(void) {
   return g_blas_error[0] ? g_blas_error : NULL;
 }
 
+/* Set by gemm_pair's tasks: their blas_sgemm may call OpenBLAS single-threaded. Only an OpenMP
+ * build allows it (its thread count is per calling thread); a pthreads build's is global, so its
+ * tasks take the builtin sgemm, as every other pool task does. */
+static _Thread_local bool tl_pair_task;
+
+bool blas_single_thread_ok(void) { return tl_pair_task && g_ob.omp_set_num_threads != NULL; }
+
+typedef struct {
+  const GemmPairCall *call[2];
+} PairJob;
+
+static void run_call(const GemmPairCall *c) {
+  gemm_f32(c->tA, c->tB, c->M, c->N, c->K, c->alpha, c->A, c->lda, c->B, c->ldb, c->beta, c->C, c->ldc);
+}
+
+static void pair_task(int t, int T, void *ctx) {
+  const PairJob *job = ctx;
+  tl_pair_task = true;
+  if (T == 2)
+    run_call(job->call[t]);
+  else /* the pool was busy: both here, in order */
+    for (int i = 0; i < 2; i++) run_call(job->call[i]);
+  tl_pair_task = false;
+}
+
+/* The last byte C touches, for the overlap check. */
+static const char *c_end(const GemmPairCall *c) { return (const char *)(c->C + (c->M - 1) * c->ldc + c->N); }
+
+void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
+  bool overlap = (const char *)a->C < c_end(b) && (const char *)b->C < c_end(a);
+  double flops = 2.0 * ((double)a->M * a->N * a->K + (double)b->M * b->N * b->K);
+  /* Two threads exactly: with more, each product's own threading serves better than two threads
+   * of many idling. Overlapping outputs go one after the other. */
+  if (threads() != 2 || team_size() > 1 || overlap || flops < PAIR_MIN_FLOPS) {
+    run_call(a);
+    run_call(b);
+    return;
+  }
+  PairJob job = {{a, b}};
+  parallel_run(2, pair_task, &job);
+}
+
 void set_threads(int n) {
   __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
   if (g_ob.set_num_threads) g_ob.set_num_threads(n);
@@ -136,6 +178,14 @@ void blas_sgemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, 
       float *row = C + i * ldc;
       for (int64_t j = 0; j < N; j++) row[j] = beta == 0.0f ? 0.0f : row[j] * beta;
     }
+    return;
+  }
+  if (g_ob.sgemm != NULL && team_size() > 1 && blas_single_thread_ok()) {
+    /* A task of gemm_pair: OpenBLAS on this thread alone. An OpenMP build sizes its team from the
+     * calling thread's own OpenMP setting (per thread), so two threads can each run one. */
+    if (g_ob.omp_get_max_threads() != 1) g_ob.omp_set_num_threads(1);
+    g_ob.sgemm(CBLAS_ROW_MAJOR, tA ? CBLAS_TRANS : CBLAS_NO_TRANS, tB ? CBLAS_TRANS : CBLAS_NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda, B,
+               (int)ldb, beta, C, (int)ldc);
     return;
   }
   if (g_ob.sgemm != NULL && team_size() == 1) {

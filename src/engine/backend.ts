@@ -71,6 +71,14 @@ export interface Backend {
   ): void;
 
   /**
+   * Two independent products: the first gemm's arguments, then the second's (a matmul backward's
+   * dA and dB). Their outputs must not overlap. The native backend runs them at once, one per
+   * thread, when it has exactly two (small products scale poorly over two BLAS threads); each
+   * output is what `gemm` alone would write.
+   */
+  gemmPair(...args: [...GemmArgs, ...GemmArgs]): void;
+
+  /**
    * Floats of a buffer that holds op(B) [K, N] packed by `packB` (engine/packed.ts); a `bf16` pack
    * holds bf16 values (two per float of the buffer on the native backend).
    */
@@ -305,9 +313,30 @@ export interface Backend {
   ): void;
 }
 
+/** The arguments of one `gemm` call, in its order. */
+export type GemmArgs = [
+  transA: boolean,
+  transB: boolean,
+  M: number,
+  N: number,
+  K: number,
+  alpha: number,
+  A: FloatArray,
+  offA: number,
+  lda: number,
+  B: FloatArray,
+  offB: number,
+  ldb: number,
+  beta: number,
+  C: FloatArray,
+  offC: number,
+  ldc: number,
+];
+
 /** Every kernel name of the interface; used by tests to check both backends cover all of them. */
 export const KERNELS = [
   'gemm',
+  'gemmPair',
   'packedFloats',
   'packB',
   'gemmPrepacked',

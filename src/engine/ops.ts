@@ -2,7 +2,7 @@
  * General tensor ops: elementwise arithmetic with broadcasting, matrix products, reductions and
  * shape ops. Each op's backward is the closure recorded right after its forward.
  */
-import type { BinaryOp, FloatArray, UnaryOp } from './backend.js';
+import type { BinaryOp, FloatArray, GemmArgs, UnaryOp } from './backend.js';
 import { packedWeight } from './packed.js';
 import { alloc, backend } from './runtime.js';
 import { broadcastShapes, broadcastStrides, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
@@ -155,11 +155,18 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
         const ob = shared ? 0 : i * K * N;
         const og = i * M * N;
         // dA = dC · opB(B)ᵀ
-        if (a.requiresGrad) be.gemm(false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, betaA, a.ensureGrad(), oa, K);
+        const dA: GemmArgs | null = a.requiresGrad ? [false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, betaA, a.ensureGrad(), oa, K] : null;
         // dB = Aᵀ · dC   (or, stored transposed, dBᵀ = dCᵀ · A)
-        if (b.requiresGrad) {
-          if (transB) be.gemm(true, false, N, K, rows, 1, g, og, N, a.data, oa, K, betaB, b.ensureGrad(), ob, K);
-          else be.gemm(true, false, K, N, rows, 1, a.data, oa, K, g, og, N, betaB, b.ensureGrad(), ob, N);
+        const dB: GemmArgs | null = !b.requiresGrad
+          ? null
+          : transB
+            ? [true, false, N, K, rows, 1, g, og, N, a.data, oa, K, betaB, b.ensureGrad(), ob, K]
+            : [true, false, K, N, rows, 1, a.data, oa, K, g, og, N, betaB, b.ensureGrad(), ob, N];
+        // Independent products: at once when the backend can (not for matmul(x, x), one gradient).
+        if (dA && dB && a !== b) be.gemmPair(...dA, ...dB);
+        else {
+          if (dA) be.gemm(...dA);
+          if (dB) be.gemm(...dB);
         }
       }
       // dbias = Σ over rows of dC

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
-import { BINARY_OPS, KERNELS, UNARY_OPS } from '../../src/engine/backend.js';
+import { BINARY_OPS, type GemmArgs, KERNELS, UNARY_OPS } from '../../src/engine/backend.js';
 import { buildHint, loadNativeBackend, NativeBackendUnavailable } from '../../src/engine/backends/native.js';
 import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
 import { prng } from '../helpers/gradcheck.js';
@@ -106,6 +106,58 @@ describe('native backend matches the reference', () => {
           }
         }
       }
+    }
+  });
+
+  it('gemmPair: both products as two gemm calls would write them, bit for bit on the native side', () => {
+    const before = nat.getNumThreads();
+    // Its own random stream, so the tests after it see the inputs they always did.
+    const r = prng(7);
+    const uniform = (n: number) => Float32Array.from({ length: n }, () => 2 * r() - 1);
+    try {
+      // [M, N, K] of dX = dY · W and dW = dYᵀ · X in a training step; the small one stays sequential.
+      for (const [M, N, K] of [
+        [2, 3, 4],
+        [96, 40, 72],
+        [256, 352, 128],
+        [0, 5, 7],
+      ]) {
+        const g = uniform(M * N);
+        const W = uniform(N * K);
+        const X = uniform(M * K);
+        const dX = uniform(M * K);
+        const dW = uniform(N * K);
+        const args = (cx: Float32Array, cw: Float32Array, beta: number) =>
+          [false, false, M, K, N, 1, g, 0, N, W, 0, K, beta, cx, 0, K, true, false, N, K, M, 1, g, 0, N, X, 0, K, beta, cw, 0, K] as const;
+        for (const beta of [0, 1]) {
+          const scaleTol = { rtol: 1e-4, atol: 1e-4 * Math.sqrt(Math.max(M, N, 1)) };
+          compare('gemmPair', [...args(dX, dW, beta)], [13, 29], scaleTol, `${M}x${N}x${K} beta=${beta}`);
+          for (const t of [1, 2]) {
+            nat.setNumThreads(t);
+            const [sx, sw, px, pw] = [dX.slice(), dW.slice(), dX.slice(), dW.slice()];
+            const a = args(sx, sw, beta);
+            nat.gemm(...(a.slice(0, 16) as unknown as GemmArgs));
+            nat.gemm(...(a.slice(16) as unknown as GemmArgs));
+            nat.gemmPair(...args(px, pw, beta));
+            assert.deepEqual(px, sx, `dX ${M}x${N}x${K} threads ${t}`);
+            assert.deepEqual(pw, sw, `dW ${M}x${N}x${K} threads ${t}`);
+          }
+        }
+      }
+      // Overlapping outputs (both add into one buffer) run one after the other: the sum of both.
+      nat.setNumThreads(2);
+      const [M, N, K] = [128, 64, 96];
+      const [A1, B1, A2, B2] = [uniform(M * K), uniform(K * N), uniform(M * K), uniform(K * N)];
+      const both = new Float32Array(M * N);
+      nat.gemmPair(false, false, M, N, K, 1, A1, 0, K, B1, 0, N, 1, both, 0, N, false, false, M, N, K, 1, A2, 0, K, B2, 0, N, 1, both, 0, N);
+      const seq = new Float32Array(M * N);
+      nat.gemm(false, false, M, N, K, 1, A1, 0, K, B1, 0, N, 1, seq, 0, N);
+      nat.gemm(false, false, M, N, K, 1, A2, 0, K, B2, 0, N, 1, seq, 0, N);
+      assert.deepEqual(both, seq);
+      // The second call's arguments are checked like the first's.
+      assert.throws(() => nat.gemmPair(false, false, 2, 2, 2, 1, A1, 0, 2, B1, 0, 2, 0, seq, 0, 2, false, false, 2, 2, 2, 1, A1, 0, 1, B1, 0, 2, 0, seq, 0, 2), /lda/);
+    } finally {
+      nat.setNumThreads(before);
     }
   });
 

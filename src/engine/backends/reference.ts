@@ -3,7 +3,7 @@
  * It is the oracle the native backend is tested against and runs on Float32Array or Float64Array.
  */
 
-import { type Backend, BF16_MIN_ROWS, type BinaryOp, type FloatArray, type Precision, type UnaryOp } from '../backend.js';
+import { type Backend, BF16_MIN_ROWS, type BinaryOp, type FloatArray, type GemmArgs, type Precision, type UnaryOp } from '../backend.js';
 import { composeLlamaDecodeStep } from '../decode-step.js';
 
 const GELU_K = Math.sqrt(2 / Math.PI);
@@ -105,6 +105,12 @@ export const referenceBackend: Backend = {
   },
   getPrecision() {
     return precision;
+  },
+
+  gemmPair(...args) {
+    // One after the other: the definition the native backend's concurrent version must match.
+    referenceBackend.gemm(...(args.slice(0, 16) as GemmArgs));
+    referenceBackend.gemm(...(args.slice(16) as GemmArgs));
   },
 
   gemm(transA, transB, M, N, K, alpha, A, offA, lda, B, offB, ldb, beta, C, offC, ldc) {
