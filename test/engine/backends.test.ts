@@ -277,6 +277,26 @@ describe('native backend matches the reference', () => {
     }
   });
 
+  it('causal attention by blocks of query rows: a partial last block, a cache before them', () => {
+    const r = prng(11); // its own stream: the tests after it keep their inputs
+    const u = (n: number) => Float32Array.from({ length: n }, () => 2 * r() - 1);
+    // [B, T, S, Smax, H, Hkv, D, pastLen]: 3 blocks of 32 rows (the last one of 6), S = past + T
+    for (const [B, T, S, Smax, H, Hkv, D, pastLen] of [
+      [1, 70, 75, 80, 2, 1, 8, 5],
+      [2, 33, 33, 40, 2, 2, 4, 0],
+    ]) {
+      const [q, k, v] = [u(B * T * H * D), u(B * Smax * Hkv * D), u(B * Smax * Hkv * D)];
+      const P = new Float32Array(B * H * T * S);
+      const out = new Float32Array(B * T * H * D);
+      const tol = { rtol: 1e-4, atol: 1e-5 };
+      const label = `T${T} S${S} past=${pastLen}`;
+      compare('attention', [B, T, S, Smax, H, Hkv, D, q, k, v, P.slice(), out.slice(), null, true, pastLen, 0.3], [10, 11], tol, label);
+      ref.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, null, true, pastLen, 0.3);
+      const grads = [u(B * T * H * D), u(B * Smax * Hkv * D), u(B * Smax * Hkv * D)];
+      compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, u(B * T * H * D), 0.3, ...grads], [13, 14, 15], tol, label);
+    }
+  });
+
   it('copy2d: copy and accumulate, offsets, padded and zero source strides', () => {
     // [rows, cols, ldSrc, ldDst]
     for (const [rows, cols, ldSrc, ldDst] of [
