@@ -201,7 +201,10 @@ To add or refresh a machine: run \`magrpo bench --threads 2 --out bench/results/
 (\`magrpo bench --json\` prints the class as \`machine.class\`), then this script.
 
 What is measured: \`magrpo doctor\` first (OpenBLAS core, measured sgemm ceiling), then training
-(forward + backward + AdamW on 8 × 128 tokens) and sampling (64 new tokens after a 16-token prompt,
+(forward + backward + AdamW on 8 × 128 tokens, after untimed warm-up steps: at least 2, then up to
+100 within 8 s, for every engine alike — results recorded before 2026-11-27 09:40 had at most 5,
+which at 1m timed the first steps' heap growth, ~15% slower than the steady state) and sampling
+(64 new tokens after a 16-token prompt,
 KV cache, temperature 1) of three model shapes with random weights, for magrpo and every peer found
 (PyTorch from Debian and from PyPI, llama.cpp). Peers run with their own defaults and, where a
 setting matters, their best of the settings tried. llama.cpp samples only: each size is written as

@@ -30,6 +30,26 @@ export type UnaryOp = 'gelu' | 'silu' | 'relu' | 'exp' | 'log' | 'tanh' | 'neg' 
 export const BINARY_OPS: readonly BinaryOp[] = ['add', 'sub', 'mul', 'div'];
 export const UNARY_OPS: readonly UnaryOp[] = ['gelu', 'silu', 'relu', 'exp', 'log', 'tanh', 'neg', 'sqrt', 'square'];
 
+/** The arguments of one `gemm` call, in its order. */
+export type GemmArgs = [
+  transA: boolean,
+  transB: boolean,
+  M: number,
+  N: number,
+  K: number,
+  alpha: number,
+  A: FloatArray,
+  offA: number,
+  lda: number,
+  B: FloatArray,
+  offB: number,
+  ldb: number,
+  beta: number,
+  C: FloatArray,
+  offC: number,
+  ldc: number,
+];
+
 export interface Backend {
   readonly name: 'native' | 'reference';
 
@@ -51,30 +71,13 @@ export interface Backend {
    * op(X) = Xᵀ when `trans*` is true. lda/ldb/ldc are the row strides of A, B, C as stored
    * (A is stored [M,K] or, transposed, [K,M]). beta = 0 means C is overwritten (NaNs in C ignored).
    */
-  gemm(
-    transA: boolean,
-    transB: boolean,
-    M: number,
-    N: number,
-    K: number,
-    alpha: number,
-    A: FloatArray,
-    offA: number,
-    lda: number,
-    B: FloatArray,
-    offB: number,
-    ldb: number,
-    beta: number,
-    C: FloatArray,
-    offC: number,
-    ldc: number,
-  ): void;
+  gemm(...args: GemmArgs): void;
 
   /**
    * Two independent products: the first gemm's arguments, then the second's (a matmul backward's
-   * dA and dB). Their outputs must not overlap. The native backend runs them at once, one per
-   * thread, when it has exactly two (small products scale poorly over two BLAS threads); each
-   * output is what `gemm` alone would write.
+   * dA and dB). The native backend runs them at once, one per thread, when it has exactly two
+   * (small products scale poorly over two BLAS threads); each output is what `gemm` alone would
+   * write, and outputs that overlap are written one after the other.
    */
   gemmPair(...args: [...GemmArgs, ...GemmArgs]): void;
 
@@ -312,26 +315,6 @@ export interface Backend {
     logits: FloatArray,
   ): void;
 }
-
-/** The arguments of one `gemm` call, in its order. */
-export type GemmArgs = [
-  transA: boolean,
-  transB: boolean,
-  M: number,
-  N: number,
-  K: number,
-  alpha: number,
-  A: FloatArray,
-  offA: number,
-  lda: number,
-  B: FloatArray,
-  offB: number,
-  ldb: number,
-  beta: number,
-  C: FloatArray,
-  offC: number,
-  ldc: number,
-];
 
 /** Every kernel name of the interface; used by tests to check both backends cover all of them. */
 export const KERNELS = [
