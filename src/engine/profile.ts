@@ -29,7 +29,9 @@ export function profiled(be: Backend): Backend {
       stat.ms += performance.now() - start;
       stat.calls++;
       if (k === 'gemm') stat.flops += 2 * (args[2] as number) * (args[3] as number) * (args[4] as number);
-      if (k === 'gemmPair') stat.flops += 2 * ((args[2] as number) * (args[3] as number) * (args[4] as number) + (args[18] as number) * (args[19] as number) * (args[20] as number));
+      if (k === 'gemmPair')
+        stat.flops +=
+          2 * ((args[2] as number) * (args[3] as number) * (args[4] as number) + (args[18] as number) * (args[19] as number) * (args[20] as number));
       if (k === 'gemmPrepacked') stat.flops += 2 * (args[0] as number) * (args[1] as number) * (args[2] as number);
       return r;
     };

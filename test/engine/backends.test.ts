@@ -155,7 +155,10 @@ describe('native backend matches the reference', () => {
       nat.gemm(false, false, M, N, K, 1, A2, 0, K, B2, 0, N, 1, seq, 0, N);
       assert.deepEqual(both, seq);
       // The second call's arguments are checked like the first's.
-      assert.throws(() => nat.gemmPair(false, false, 2, 2, 2, 1, A1, 0, 2, B1, 0, 2, 0, seq, 0, 2, false, false, 2, 2, 2, 1, A1, 0, 1, B1, 0, 2, 0, seq, 0, 2), /lda/);
+      assert.throws(
+        () => nat.gemmPair(false, false, 2, 2, 2, 1, A1, 0, 2, B1, 0, 2, 0, seq, 0, 2, false, false, 2, 2, 2, 1, A1, 0, 1, B1, 0, 2, 0, seq, 0, 2),
+        /lda/,
+      );
     } finally {
       nat.setNumThreads(before);
     }
