@@ -113,7 +113,7 @@ describe('magrpo train / eval / dashboard, end to end', () => {
     const r = magrpo(['train', '--resume', run()]);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /finished: 150\/150 items, 600 env steps/);
-    assert.match(r.stdout, /^method +agreement +response_s +ref_nll +word_validity +distinct_2 +repetition +clause_length +tokens$/m);
+    assert.match(r.stdout, /^method +agreement +response_s +ref_nll +word_validity +grammar_validity +distinct_2 +repetition +clause_length +tokens$/m);
     assert.match(r.stdout, /^oracle +100 /m);
     const report = JSON.parse(readFileSync(join(run(), 'report.json'), 'utf8'));
     assert.equal(report.status, 'finished');
