@@ -240,7 +240,7 @@ static napi_value k_gemm(napi_env env, napi_callback_info info) {
   if (!call_init(&c, env, info, "gemm", 16)) return NULL;
   GemmPairCall g;
   if (!gemm_args(&c, 0, &g)) return NULL;
-  if (g.M > 0 && g.N > 0) gemm_f32(g.tA, g.tB, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc);
+  gemm_f32(g.tA, g.tB, g.M, g.N, g.K, g.alpha, g.A, g.lda, g.B, g.ldb, g.beta, g.C, g.ldc); /* returns at once when C is empty */
   return undefined(env);
 }
 
@@ -250,13 +250,7 @@ static napi_value k_gemm_pair(napi_env env, napi_callback_info info) {
   if (!call_init(&c, env, info, "gemmPair", 32)) return NULL;
   GemmPairCall g[2];
   if (!gemm_args(&c, 0, &g[0]) || !gemm_args(&c, 16, &g[1])) return NULL;
-  bool empty0 = g[0].M == 0 || g[0].N == 0, empty1 = g[1].M == 0 || g[1].N == 0;
-  if (!empty0 && !empty1)
-    gemm_pair(&g[0], &g[1]);
-  else if (!empty0 || !empty1) {
-    const GemmPairCall *one = empty0 ? &g[1] : &g[0];
-    gemm_f32(one->tA, one->tB, one->M, one->N, one->K, one->alpha, one->A, one->lda, one->B, one->ldb, one->beta, one->C, one->ldc);
-  }
+  gemm_pair(&g[0], &g[1]);
   return undefined(env);
 }
 

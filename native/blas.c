@@ -126,7 +126,7 @@ const char *blas_init(void) {
  * tasks take the builtin sgemm, as every other pool task does. */
 static _Thread_local bool tl_pair_task;
 
-bool blas_single_thread_ok(void) { return tl_pair_task && g_ob.omp_set_num_threads != NULL; }
+static bool blas_single_thread_ok(void) { return tl_pair_task && g_ob.omp_set_num_threads != NULL; }
 
 typedef struct {
   const GemmPairCall *call[2];
@@ -150,6 +150,11 @@ static void pair_task(int t, int T, void *ctx) {
 static const char *c_end(const GemmPairCall *c) { return (const char *)(c->C + (c->M - 1) * c->ldc + c->N); }
 
 void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
+  if (a->M == 0 || a->N == 0 || b->M == 0 || b->N == 0) { /* nothing to share */
+    run_call(a);
+    run_call(b);
+    return;
+  }
   bool overlap = (const char *)a->C < c_end(b) && (const char *)b->C < c_end(a);
   double flops = 2.0 * ((double)a->M * a->N * a->K + (double)b->M * b->N * b->K);
   /* Two threads exactly: with more, each product's own threading serves better than two threads

@@ -213,7 +213,6 @@ typedef struct {
  * PAIR_MIN_FLOPS (both products) waking the pool costs more than it saves. */
 #define PAIR_MIN_FLOPS 2e6
 void gemm_pair(const GemmPairCall *a, const GemmPairCall *b);
-bool blas_single_thread_ok(void);
 
 /* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31: the
  * few-rows kernel where it wins, else blas_sgemm. */

@@ -16,8 +16,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { type Command, Option } from 'commander';
+import { packageRoot } from '../data/package-root.js';
 import { collectDoctor, type DoctorReport, formatDoctor, measureSgemm } from '../engine/doctor.js';
 import { backend } from '../engine/runtime.js';
 import { LlamaBench, llamaEngineText, type SampleOnlyResults, sampleOnlyRows } from './bench-llama.js';
@@ -513,10 +513,4 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildRep
   if (r.status !== 0) throw new Error(`benchmark child \`${cmd} ${args.slice(0, 4).join(' ')} …\` failed (exit ${r.status ?? r.signal})`);
   const last = r.stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(last) as ChildReport;
-}
-
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
 }

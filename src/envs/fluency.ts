@@ -15,7 +15,7 @@ import { noGrad } from '../engine/tensor.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { formattersFor, type Task } from '../rl/task.js';
-import { meanTextFluency } from '../text/fluency.js';
+import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
 import type { EpisodeResult } from './environment.js';
 
 /** Mean per-token NLL of `completion` after `prompt`; the prompt is left-truncated to fit. */
@@ -47,7 +47,7 @@ export function fluencyColumns<Item>(
   const f = task.formatters;
   const formatters = Array.isArray(f) && f.length !== N ? null : formattersFor(task, N);
   const out: Record<string, number> = {};
-  const worst: Record<string, number[]> = { ref_nll: [], word_validity: [], grammar_validity: [], distinct_2: [], repetition: [], clause_length: [] };
+  const worst: Record<string, number[]> = Object.fromEntries(['ref_nll', ...TEXT_FLUENCY_METRICS].map((k) => [k, []]));
   for (let i = 0; i < N; i++) {
     const lm = baseModels[i] ?? baseModels[0];
     const nll: number[] = [];
@@ -66,11 +66,7 @@ export function fluencyColumns<Item>(
         worst[k].push(shown);
       }
   }
-  if (worst.ref_nll.length) out.ref_nll = Math.max(...worst.ref_nll);
-  if (worst.word_validity.length) out.word_validity = Math.min(...worst.word_validity);
-  if (worst.grammar_validity.length) out.grammar_validity = Math.min(...worst.grammar_validity);
-  if (worst.distinct_2.length) out.distinct_2 = Math.min(...worst.distinct_2);
-  if (worst.repetition.length) out.repetition = Math.max(...worst.repetition);
-  if (worst.clause_length.length) out.clause_length = Math.min(...worst.clause_length);
+  // The worst role: the highest NLL and repetition, the lowest of the rest.
+  for (const [k, v] of Object.entries(worst)) if (v.length) out[k] = k === 'ref_nll' || k === 'repetition' ? Math.max(...v) : Math.min(...v);
   return out;
 }

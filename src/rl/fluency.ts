@@ -17,7 +17,7 @@ import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 
 /** Fluency of one group of completions (one agent at one tree node). */
-const FLUENCY_METRICS = ['ref_nll', ...TEXT_FLUENCY_METRICS] as const;
+export const FLUENCY_METRICS = ['ref_nll', ...TEXT_FLUENCY_METRICS] as const;
 export type GroupFluency = Partial<Record<(typeof FLUENCY_METRICS)[number], number>>;
 
 export function groupFluency(g: SampledGroup, prose: boolean): GroupFluency {

@@ -12,6 +12,7 @@ import { cpuInfo, isaSummary } from '../engine/cpu.js';
 import { backend } from '../engine/runtime.js';
 import { formatTable } from '../envs/run.js';
 import { lineChart, stackCharts, svgToPng } from '../plot/index.js';
+import { FLUENCY_METRICS } from '../rl/fluency.js';
 import { type EvalReport, evaluateTarget } from './evaluate.js';
 import { isQuiet } from './progress.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';
@@ -143,7 +144,7 @@ export function trainingFluency(runDir: string): Record<string, { first: number;
   const out: Record<string, { first: number; last: number }> = {};
   const metrics = readJsonl<Record<string, number>>(join(runDir, RUN_FILES.metrics));
   const keys = new Set(
-    metrics.flatMap((m) => Object.keys(m).filter((k) => /^agent_\d+\/(word_validity|grammar_validity|ref_nll|distinct_2|repetition|clause_length)$/.test(k))),
+    metrics.flatMap((m) => Object.keys(m).filter((k) => /^agent_\d+\//.test(k) && (FLUENCY_METRICS as readonly string[]).includes(k.split('/')[1]))),
   );
   for (const k of keys) {
     const v = metrics.flatMap((m) => (Number.isFinite(m[k]) ? [m[k]] : []));

@@ -23,8 +23,8 @@
  * validity and reading the samples cover that.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../data/package-root.js';
 
 /** English closed-class words (lower case). Changing this list means rebuilding the table. */
 export const FUNCTION_WORDS: readonly string[] = `
@@ -95,9 +95,7 @@ export const MIN_COUNT = 3;
 
 /** Where the shipped table lives (data/grammar/ in the repository and in the npm package). */
 export function grammarTablePath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return join(dir, 'data', 'grammar', 'function-trigrams.txt');
+  return join(packageRoot(), 'data', 'grammar', 'function-trigrams.txt');
 }
 
 let attested: Set<string> | null = null;

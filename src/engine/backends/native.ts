@@ -8,8 +8,9 @@
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packageRoot as findPackageRoot } from '../../data/package-root.js';
 import { type Backend, KERNELS, type Precision } from '../backend.js';
 import { selectBlasCore } from '../blas-core.js';
 
@@ -56,14 +57,11 @@ export class NativeBackendUnavailable extends Error {
   }
 }
 
-/** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
+/** The package root (data/package-root.ts), which must hold package.json to find native/ in. */
 function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new NativeBackendUnavailable('could not find the magrpo package root above this module', fileURLToPath(import.meta.url));
-    dir = parent;
-  }
+  const dir = findPackageRoot();
+  if (!existsSync(join(dir, 'package.json')))
+    throw new NativeBackendUnavailable('could not find the magrpo package root above this module', fileURLToPath(import.meta.url));
   return dir;
 }
 

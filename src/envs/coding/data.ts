@@ -12,8 +12,8 @@
  *                (scripts/build-coding-data.ts; see data/coding/README.md).
  */
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../../data/package-root.js';
 import { readDatasetText } from '../dataset-file.js';
 
 export interface CodingItem {
@@ -97,13 +97,6 @@ function toItem(file: string, line: number, row: unknown): CodingItem {
   const item: CodingItem = { task_id: r.task_id as string, prompt: r.prompt as string, test: r.test as string, entry_point: r.entry_point as string };
   for (const k of OPTIONAL) if (typeof r[k] === 'string') item[k] = r[k] as string;
   return item;
-}
-
-/** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
 }
 
 /** All 164 HumanEval problems in file order. */

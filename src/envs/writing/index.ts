@@ -6,9 +6,8 @@
  *
  * Default data: passages of public-domain text shipped in data/writing/ (see its README).
  */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
 import { grammarValidity } from '../../text/grammar.js';
@@ -74,13 +73,6 @@ export function fluencyFactor(completions: readonly string[], guard: FluencyGuar
     if (guard.clauseLength) f *= ramp(clauseLength(c), guard.clauseLength);
   }
   return f;
-}
-
-/** The nearest folder at or above this module that holds package.json (src/ and dist/ alike). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
 }
 
 interface WritingKind<Item> extends WritingSpec<Item> {
