@@ -121,12 +121,12 @@ const char *blas_init(void) {
   return g_blas_error[0] ? g_blas_error : NULL;
 }
 
-/* Set by gemm_pair's tasks: their blas_sgemm may call OpenBLAS single-threaded. Only an OpenMP
- * build allows it (its thread count is per calling thread); a pthreads build's is global, so its
- * tasks take the builtin sgemm, as every other pool task does. */
-static _Thread_local bool tl_pair_task;
-
-static bool blas_single_thread_ok(void) { return tl_pair_task && g_ob.omp_set_num_threads != NULL; }
+/* Inside a pool task (gemm_pair's halves, attention's heads) OpenBLAS may run on the calling thread
+ * alone only in an OpenMP build: its thread count is per calling thread there. A pthreads build's
+ * count is global, so its tasks take the builtin sgemm. Attention's small per-head products ran
+ * 20% faster on single-threaded OpenBLAS than on the builtin sgemm (1m training step, 2 threads:
+ * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
+static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
 typedef struct {
   const GemmPairCall *call[2];
@@ -138,12 +138,10 @@ static void run_call(const GemmPairCall *c) {
 
 static void pair_task(int t, int T, void *ctx) {
   const PairJob *job = ctx;
-  tl_pair_task = true;
   if (T == 2)
     run_call(job->call[t]);
   else /* the pool was busy: both here, in order */
     for (int i = 0; i < 2; i++) run_call(job->call[i]);
-  tl_pair_task = false;
 }
 
 /* The last byte C touches, for the overlap check. */
@@ -168,6 +166,33 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
   parallel_run(2, pair_task, &job);
 }
 
+/* Row split. With exactly two threads and an OpenMP OpenBLAS, a product whose output has many rows
+ * and not too many columns runs as two half-height products at once (gemm_pair), each on one
+ * thread: OpenBLAS's own two-thread split of the small shapes of training is poor, and side by side
+ * the halves share nothing. Measured here (cblas_sgemm 1024 rows, warm caches, GFLOP/s, two
+ * threads / split): x · Wᵀ with 128 columns and K = 128 149 / 199, 64 columns 118 / 194, 352
+ * columns 190 / 201; dY · W (K = 352) 105 / 199; dWᵀ = dYᵀ · X (1,024 rows summed) 352 × 128 103
+ * / 198, 768 × 768 175 / 203; ties at 124m sizes. Splitting columns lost, and so did few rows with
+ * many columns (64 × 2048: 125 / 111, 64 × 8192: 147 / 109): hence the shape rule below. Halves
+ * are cut at a multiple of 16 rows (the AVX-512 micro-kernel's height). The halves equal the whole
+ * up to rounding: OpenBLAS never cuts along K, but a half can be small enough for its small-matrix
+ * kernel, which sums in another order (a product at two threads may then differ from one thread's
+ * in the last bits; the same thread count always gives the same bits). */
+bool gemm_split_rows(const GemmPairCall *c) {
+  int64_t M = c->M, N = c->N;
+  if (threads() != 2 || team_size() > 1 || g_ob.sgemm == NULL || !blas_single_thread_ok()) return false;
+  if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M || 2.0 * M * N * c->K < PAIR_MIN_FLOPS) return false;
+  int64_t h = (M + 31) / 32 * 16;
+  GemmPairCall top = *c, bottom = *c;
+  top.M = h;
+  bottom.M = M - h;
+  bottom.A = c->A + (c->tA ? h : h * c->lda);
+  bottom.C = c->C + h * c->ldc;
+  PairJob job = {{&top, &bottom}};
+  parallel_run(2, pair_task, &job);
+  return true;
+}
+
 void set_threads(int n) {
   __atomic_store_n(&g_threads, n, __ATOMIC_RELAXED);
   if (g_ob.set_num_threads) g_ob.set_num_threads(n);
@@ -186,8 +211,8 @@ void blas_sgemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, 
     return;
   }
   if (g_ob.sgemm != NULL && team_size() > 1 && blas_single_thread_ok()) {
-    /* A task of gemm_pair: OpenBLAS on this thread alone. An OpenMP build sizes its team from the
-     * calling thread's own OpenMP setting (per thread), so two threads can each run one. */
+    /* A pool task: OpenBLAS on this thread alone. An OpenMP build sizes its team from the calling
+     * thread's own OpenMP setting (per thread), so two threads can each run one. */
     if (g_ob.omp_get_max_threads() != 1) g_ob.omp_set_num_threads(1);
     g_ob.sgemm(CBLAS_ROW_MAJOR, tA ? CBLAS_TRANS : CBLAS_NO_TRANS, tB ? CBLAS_TRANS : CBLAS_NO_TRANS, (int)M, (int)N, (int)K, alpha, A, (int)lda, B,
                (int)ldb, beta, C, (int)ldc);

@@ -192,5 +192,7 @@ void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, c
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nn_cols, &g);
     return;
   }
+  GemmPairCall whole = {tA, tB, M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
+  if (gemm_split_rows(&whole)) return;
   blas_sgemm(tA, tB, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
 }

@@ -214,6 +214,12 @@ typedef struct {
 #define PAIR_MIN_FLOPS 2e6
 void gemm_pair(const GemmPairCall *a, const GemmPairCall *b);
 
+/* One product as two halves of its output rows at once (blas.c, where the rule is measured); false
+ * when it does not apply and the caller runs the product itself. */
+#define SPLIT_MIN_ROWS 64
+#define SPLIT_MAX_COLS_PER_ROW 8
+bool gemm_split_rows(const GemmPairCall *c);
+
 /* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31: the
  * few-rows kernel where it wins, else blas_sgemm. */
 void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, const float *A, int64_t lda, const float *B, int64_t ldb, double beta,
@@ -254,8 +260,8 @@ void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *
 
 /* C = alpha · op(A) · op(B) + beta · C (row-major) with the BLAS chosen at load: the user's
  * OpenBLAS, or the builtin sgemm of the ISA in use. Inside a pool job (attention's heads) it
- * runs the builtin sgemm on the calling thread, so that the threads of an OpenBLAS never pile
- * onto the pool's. */
+ * runs on the calling thread alone: an OpenMP OpenBLAS single-threaded, else the builtin sgemm,
+ * so that the threads of an OpenBLAS never pile onto the pool's. */
 void blas_sgemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                 float *C, int64_t ldc);
 

@@ -129,6 +129,13 @@ export function findPeers(python: string, root: string, threads: number, env: No
   const pypi = [...(deb.torch && !isDebianPackage(deb.torch.file) ? [python] : []), ...pypiCandidates(root, env)]
     .map(inspect)
     .find((p) => p.torch && !isDebianPackage(p.torch.file));
+  // PyPI's torch multiplies on its bundled MKL: its defaults, and MKL on one thread under PyTorch's
+  // own threads (as Debian's BLAS threads 1), which won sampling by a few percent on 2 cores.
+  // Measured and left out (1m, 2 threads, AMD EPYC Zen 4): OMP_WAIT_POLICY=passive (training
+  // 9,783 tokens/s vs 14,216 at its defaults, sampling b8 1,312 vs 4,556) and
+  // torch.set_num_threads(1) (training 8,336) lose everywhere.
+  const pypiVariants: PeerVariant[] = [{ label: 'its defaults', env: {} }];
+  if (env.MKL_NUM_THREADS === undefined && threads > 1) pypiVariants.push({ label: 'MKL threads 1', env: { MKL_NUM_THREADS: '1' } });
   if (pypi?.torch) {
     peers.push({
       id: 'torch-pypi',
@@ -137,7 +144,7 @@ export function findPeers(python: string, root: string, threads: number, env: No
       runnable: true,
       python: pypi.python,
       version: pypi.torch.version,
-      variants: [{ label: 'its defaults', env: {} }],
+      variants: pypiVariants,
     });
   } else {
     peers.push({

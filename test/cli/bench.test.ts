@@ -147,7 +147,7 @@ describe('docs/benchmarks.md', () => {
 });
 
 describe('bench peers', () => {
-  it("reports each peer as found or not, with the reason, and Debian PyTorch's BLAS-thread variants", () => {
+  it("reports each peer as found or not, with the reason, and each PyTorch's BLAS-thread variants", () => {
     const peers = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH });
     assert.deepEqual(
       peers.map((p) => p.id),
@@ -166,6 +166,16 @@ describe('bench peers', () => {
       // A user's own wait policy is kept: no passive variant then.
       const mine = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH, OMP_WAIT_POLICY: 'active' })[0];
       assert.equal(mine.variants.length, 2);
+    }
+    // PyPI's torch: its defaults and MKL on one thread, unless the user set MKL's thread count.
+    const pypi = peers[1];
+    if (pypi.runnable) {
+      assert.deepEqual(
+        pypi.variants.map((v) => v.env),
+        [{}, { MKL_NUM_THREADS: '1' }],
+      );
+      const set = findPeers('/usr/bin/python3', root, 2, { PATH: process.env.PATH, MKL_NUM_THREADS: '2' })[1];
+      assert.equal(set.variants.length, 1);
     }
     // A missing interpreter is "not found", not an error.
     assert.equal(findPeers('/nonexistent/python', root, 2, { PATH: '' })[0].found, false);

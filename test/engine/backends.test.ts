@@ -164,6 +164,52 @@ describe('native backend matches the reference', () => {
     }
   });
 
+  it('gemm at two threads: products cut into two halves of rows (gemm_split_rows) match the reference', () => {
+    const before = nat.getNumThreads();
+    const r = prng(11);
+    const uniform = (n: number) => Float32Array.from({ length: n }, () => 2 * r() - 1);
+    try {
+      nat.setNumThreads(2);
+      // Tall outputs of training's shapes, an odd height (halves of 160 and 140 rows), and one too
+      // wide for its height that stays whole; offsets and padded leading dimensions throughout.
+      for (const [M, N, K] of [
+        [256, 64, 128],
+        [300, 77, 50],
+        [128, 352, 256],
+        [64, 2048, 32],
+      ]) {
+        for (const tA of [false, true]) {
+          for (const beta of [0, 1]) {
+            const [offA, offB, offC] = [3, 1, 5];
+            const lda = (tA ? M : K) + 2;
+            const ldc = N + 3;
+            const A = uniform(offA + (tA ? K : M) * lda);
+            const B = uniform(offB + N * K);
+            const C = uniform(offC + M * ldc);
+            const args = [tA, true, M, N, K, 0.5, A, offA, lda, B, offB, K, beta, C, offC, ldc] as const;
+            const tol = { rtol: 1e-4, atol: 1e-4 * Math.sqrt(K) };
+            compare('gemm', [...args], [13], tol, `${M}x${N}x${K} tA=${tA} beta=${beta}`);
+            // The padding between rows is never written.
+            const out = C.slice();
+            nat.gemm(tA, true, M, N, K, 0.5, A, offA, lda, B, offB, K, beta, out, offC, ldc);
+            for (let i = 0; i < M; i++) {
+              for (let j = N; j < ldc && offC + i * ldc + j < out.length; j++)
+                assert.equal(out[offC + i * ldc + j], C[offC + i * ldc + j], `padding ${i},${j}`);
+            }
+            // Two threads give what one gives, up to rounding (a half may take OpenBLAS's small-matrix kernel).
+            nat.setNumThreads(1);
+            const one = C.slice();
+            nat.gemm(tA, true, M, N, K, 0.5, A, offA, lda, B, offB, K, beta, one, offC, ldc);
+            nat.setNumThreads(2);
+            assertClose(out, one, tol, `threads 1 vs 2, ${M}x${N}x${K}`);
+          }
+        }
+      }
+    } finally {
+      nat.setNumThreads(before);
+    }
+  });
+
   it('binary: every op, dense, broadcast, transposed views, rank 0 and empty', () => {
     // [shape, aStrides, bStrides, a length, b length]
     const cases: [number[], number[], number[], number, number][] = [
