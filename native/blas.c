@@ -174,15 +174,16 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
  * columns 190 / 201; dY · W (K = 352) 105 / 199; dWᵀ = dYᵀ · X (1,024 rows summed) 352 × 128 103
  * / 198, 768 × 768 175 / 203; ties at 124m sizes. Splitting columns lost, and so did few rows with
  * many columns (64 × 2048: 125 / 111, 64 × 8192: 147 / 109): hence the shape rule below. Halves
- * are cut at a multiple of 16 rows (the AVX-512 micro-kernel's height). The halves equal the whole
- * up to rounding: OpenBLAS never cuts along K, but a half can be small enough for its small-matrix
- * kernel, which sums in another order (a product at two threads may then differ from one thread's
- * in the last bits; the same thread count always gives the same bits). */
+ * are cut at a multiple of 16 rows (the AVX-512 micro-kernel's height). OpenBLAS never cuts along
+ * K, so the halves are bit for bit the whole, unless a half is small enough for OpenBLAS's
+ * small-matrix kernels (SkylakeX and later cores, up to 100^3 multiply-adds), which sum in another
+ * order: such products stay whole. */
 bool gemm_split_rows(const GemmPairCall *c) {
   int64_t M = c->M, N = c->N;
   if (threads() != 2 || team_size() > 1 || g_ob.sgemm == NULL || !blas_single_thread_ok()) return false;
-  if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M || 2.0 * M * N * c->K < PAIR_MIN_FLOPS) return false;
-  int64_t h = (M + 31) / 32 * 16;
+  if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M) return false;
+  int64_t h = (M + 31) / 32 * 16; /* the top half; the bottom one has M - h <= h rows */
+  if ((double)(M - h) * N * c->K <= SPLIT_MIN_HALF_MACS) return false;
   GemmPairCall top = *c, bottom = *c;
   top.M = h;
   bottom.M = M - h;

@@ -218,6 +218,7 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b);
  * when it does not apply and the caller runs the product itself. */
 #define SPLIT_MIN_ROWS 64
 #define SPLIT_MAX_COLS_PER_ROW 8
+#define SPLIT_MIN_HALF_MACS 1e6
 bool gemm_split_rows(const GemmPairCall *c);
 
 /* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31: the
