@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec node --initial-old-space-size=128 --single-threaded-gc dist/src/cli/main.js demo "$@" # the V8 flags: src/cli/node-flags.ts
+exec node --initial-old-space-size=128 dist/src/cli/main.js demo "$@" # the V8 flag: src/cli/node-flags.ts

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --initial-old-space-size=128 --single-threaded-gc
+#!/usr/bin/env -S node --initial-old-space-size=128
 /**
  * The `magrpo` command line (program.ts wires the subcommands): errors are one line, exit status 1.
  * The shebang passes node-flags.ts's NODE_FLAGS (keep the two in step).

@@ -10,18 +10,14 @@
  * (bf16 3,217 vs 2,298 and 4,941 vs 3,249), training 2,477 vs 2,412. On one thread there was no
  * difference. It costs up to 128 MB of garbage before the first full collection.
  *
- * --single-threaded-gc: V8's garbage collector otherwise marks and sweeps on helper threads. With
- * the kernels on every core (the default thread count), a helper takes a core from a kernel thread
- * and every parallel kernel then waits at its barrier for the descheduled slice. Training
- * allocates ~100 MB of tensors a step, and V8 answers that much external memory with about two
- * mark-compacts a step, so this was the CLI's biggest loss: two threads, `measureSize` with the
- * CLI's modules loaded, without / with the flag: 1m training 13,289 / 17,199 and 13,007 / 16,943
- * tokens/s, bf16 18,741 / 20,358; sampling b8 21,538 / 22,583, b32 25,204 / 28,465; 10m training
- * 2,375 / 2,857 and 2,623 / 2,844, bf16 3,625 / 4,311, sampling b8 even, b32 4,786 / 4,612 and
- * 5,022 / 4,719 (the one loss, 4-6%). (`--no-concurrent-marking --no-parallel-marking` alone
- * crashed Node 20's V8 in a mark-compact; the umbrella flag did not.)
+ * Tried and left out: --single-threaded-gc. Training allocates ~100 MB of tensors a step and V8
+ * answers with about two mark-compacts a step, whose helper threads take a core from the kernels;
+ * with the flag, CLI-loaded 1m training went from ~13k to ~17k tokens/s in A/B runs, but the full
+ * bench (2026-11-27 13:30) showed the cost: peak RSS 295 -> 628 MB at 1m, 557 -> 1,621 MB at 10m,
+ * 3,950 -> 5,939 MB at 124m (the main thread alone frees the garbage later), 124m training 233 ->
+ * 205 tokens/s and 10m sampling b8 3,182 -> 2,694. Fewer fresh buffers per step is the fix.
  */
-export const NODE_FLAGS = ['--initial-old-space-size=128', '--single-threaded-gc'];
+export const NODE_FLAGS = ['--initial-old-space-size=128'];
 
 /** Node arguments for a child process of ours: this process's own, plus the NODE_FLAGS it lacks. */
 export function childExecArgv(): string[] {
