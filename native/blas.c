@@ -128,6 +128,10 @@ const char *blas_init(void) {
  * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
 static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
+/* gemm_pair and gemm_split_rows pair work up only with exactly two threads, outside any pool job:
+ * with more, each product's own threading serves better than two threads of many idling. */
+static bool two_free_threads(void) { return threads() == 2 && team_size() == 1; }
+
 typedef struct {
   const GemmPairCall *call[2];
 } PairJob;
@@ -155,9 +159,8 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
   }
   bool overlap = (const char *)a->C < c_end(b) && (const char *)b->C < c_end(a);
   double flops = 2.0 * ((double)a->M * a->N * a->K + (double)b->M * b->N * b->K);
-  /* Two threads exactly: with more, each product's own threading serves better than two threads
-   * of many idling. Overlapping outputs go one after the other. */
-  if (threads() != 2 || team_size() > 1 || overlap || flops < PAIR_MIN_FLOPS) {
+  /* Overlapping outputs go one after the other. */
+  if (!two_free_threads() || overlap || flops < PAIR_MIN_FLOPS) {
     run_call(a);
     run_call(b);
     return;
@@ -180,7 +183,7 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
  * order: such products stay whole. */
 bool gemm_split_rows(const GemmPairCall *c) {
   int64_t M = c->M, N = c->N;
-  if (threads() != 2 || team_size() > 1 || g_ob.sgemm == NULL || !blas_single_thread_ok()) return false;
+  if (!two_free_threads() || g_ob.sgemm == NULL || !blas_single_thread_ok()) return false;
   if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M) return false;
   int64_t h = (M + 31) / 32 * 16; /* the top half; the bottom one has M - h <= h rows */
   if ((double)(M - h) * N * c->K <= SPLIT_MIN_HALF_MACS) return false;
