@@ -792,16 +792,17 @@ static napi_value k_log_softmax_gather(napi_env env, napi_callback_info info) {
 
 static napi_value k_log_softmax_gather_backward(napi_env env, napi_callback_info info) {
   Call c;
-  if (!call_init(&c, env, info, "logSoftmaxGatherBackward", 7)) return NULL;
+  if (!call_init(&c, env, info, "logSoftmaxGatherBackward", 8)) return NULL;
   int64_t rows = arg_int(&c, 0, "rows", 0), V = arg_int(&c, 1, "V", 0);
   const float *logits = arg_f32(&c, 2, "logits", (double)rows * V);
   const float *lse = arg_f32(&c, 3, "lse", (double)rows);
   const int32_t *targets = arg_i32(&c, 4, "targets", (double)rows);
   const float *gLogp = arg_f32(&c, 5, "gLogp", (double)rows);
   float *gLogits = arg_f32(&c, 6, "gLogits", (double)rows * V);
+  bool accumulate = arg_bool(&c, 7, "accumulate");
   check_targets(&c, targets, rows, V);
   if (c.failed) return NULL;
-  log_softmax_gather_backward(rows, V, logits, lse, targets, gLogp, gLogits);
+  log_softmax_gather_backward(rows, V, logits, lse, targets, gLogp, gLogits, accumulate);
   return undefined(env);
 }
 

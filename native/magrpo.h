@@ -486,6 +486,7 @@ typedef struct {
   const float *logits, *gLogp;
   const int32_t *targets;
   float *lse, *logp, *out, *gLogits;
+  bool accumulate; /* backward: add into gLogits (else write every row, 0 for ignored targets) */
 } VocabArgs;
 
 #define SAMPLING_LOOPS(X) \
@@ -494,7 +495,7 @@ typedef struct {
 /* Targets are < V; negative targets are ignored (logp 0, no gradient). */
 void log_softmax_gather_forward(int64_t rows, int64_t V, const float *logits, const int32_t *targets, float *logp, float *lse);
 void log_softmax_gather_backward(int64_t rows, int64_t V, const float *logits, const float *lse, const int32_t *targets, const float *gLogp,
-                                 float *gLogits);
+                                 float *gLogits, bool accumulate);
 void entropy_forward(int64_t rows, int64_t V, const float *logits, const float *lse, float *out);
 /* False when out of memory for its heaps. */
 bool topk_rows(int64_t rows, int64_t n, int64_t k, const float *x, float *vals, int32_t *idx);

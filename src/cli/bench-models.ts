@@ -5,6 +5,7 @@
  */
 
 import { nativePrecision } from '../engine/backends/native.js';
+import { BufferPool } from '../engine/buffer-pool.js';
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
@@ -246,11 +247,14 @@ export function trainStep(model: CausalLM, mode: TrainMode, batch: number, rng: 
   const randomIds = (n: number) => Int32Array.from({ length: n }, () => Math.floor(rng.next() * V));
   const ids = randomIds(batch * TRAIN_SEQ);
   const targets = randomIds(batch * TRAIN_SEQ);
-  const step = () => {
-    backward(crossEntropy(model.forward(ids, batch, TRAIN_SEQ), targets));
-    opt.step();
-    opt.zeroGrad();
-  };
+  // Activations are recycled from step to step, as the learner and pretraining do.
+  const buffers = new BufferPool();
+  const step = () =>
+    buffers.use(() => {
+      backward(crossEntropy(model.forward(ids, batch, TRAIN_SEQ), targets));
+      opt.step();
+      opt.zeroGrad();
+    });
   return { step, params };
 }
 

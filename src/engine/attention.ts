@@ -6,7 +6,7 @@
  *
  * Heads are read in place from the [B, T, H, D] layout, so no transposes are materialised.
  */
-import { alloc, backend } from './runtime.js';
+import { allocOverwritten, backend } from './runtime.js';
 import { needsGrad, record, Tensor } from './tensor.js';
 
 export interface AttentionOptions {
@@ -35,15 +35,16 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOption
   const scale = 1 / Math.sqrt(D);
   const be = backend();
 
-  const out = new Tensor(alloc(q.size), q.shape);
-  const P = alloc(B * H * T * S); // [B, H, T, S] attention probabilities, saved for backward
+  // Both written entirely by the kernel (masked probabilities as zeros).
+  const out = new Tensor(allocOverwritten(q.size), q.shape);
+  const P = allocOverwritten(B * H * T * S); // [B, H, T, S] attention probabilities, saved for backward
   be.attention(B, T, S, Smax, H, Hkv, D, q.data, k.data, v.data, P, out.data, keyMask, opts.causal, pastLen, scale);
   if (needsGrad(q, k, v)) {
     record(out, () => {
       if (out.grad === null) return;
       const grad = (t: Tensor) => (t.requiresGrad ? t.ensureGrad() : null);
       be.attentionBackward(B, T, S, Smax, H, Hkv, D, q.data, k.data, v.data, P, out.grad, scale, grad(q), grad(k), grad(v));
-    });
+    }, [P]);
   }
   return out;
 }

@@ -222,8 +222,20 @@ export interface Backend {
    * logp[r] = logits[r, targets[r]] − lse[r]. Rows whose target is < 0 get logp 0 (ignored).
    */
   logSoftmaxGather(rows: number, V: number, logits: FloatArray, targets: Int32Array, logp: FloatArray, lse: FloatArray): void;
-  /** gLogits[r,v] += gLogp[r] · (1[v = targets[r]] − exp(logits[r,v] − lse[r])); skips target < 0. */
-  logSoftmaxGatherBackward(rows: number, V: number, logits: FloatArray, lse: FloatArray, targets: Int32Array, gLogp: FloatArray, gLogits: FloatArray): void;
+  /**
+   * gLogits[r,v] += gLogp[r] · (1[v = targets[r]] − exp(logits[r,v] − lse[r])); skips target < 0.
+   * Without `accumulate`, writes instead (gLogits's old contents are ignored; rows of target < 0 become 0).
+   */
+  logSoftmaxGatherBackward(
+    rows: number,
+    V: number,
+    logits: FloatArray,
+    lse: FloatArray,
+    targets: Int32Array,
+    gLogp: FloatArray,
+    gLogits: FloatArray,
+    accumulate: boolean,
+  ): void;
   /** Entropy −Σ p log p of softmax(logits[r]) per row, given lse from logSoftmaxGather. */
   entropy(rows: number, V: number, logits: FloatArray, lse: FloatArray, out: FloatArray): void;
 

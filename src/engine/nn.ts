@@ -6,14 +6,14 @@
  */
 import type { FloatArray } from './backend.js';
 import { mean, scale } from './ops.js';
-import { alloc, backend } from './runtime.js';
+import { alloc, allocOverwritten, backend } from './runtime.js';
 import { needsGrad, record, Tensor } from './tensor.js';
 
 /** out[..., :] = W[ids[...], :]. W: [V, C], ids: any shape → [...ids shape, C]. */
 export function embedding(W: Tensor, ids: Int32Array, idsShape: readonly number[]): Tensor {
   const [V, C] = W.shape;
   for (const id of ids) if (id < 0 || id >= V) throw new Error(`embedding: token id ${id} is outside the vocabulary [0, ${V})`);
-  const out = new Tensor(alloc(ids.length * C), [...idsShape, C]);
+  const out = new Tensor(allocOverwritten(ids.length * C), [...idsShape, C]);
   const be = backend();
   be.embedding(ids.length, C, ids, W.data, out.data);
   if (needsGrad(W)) {
@@ -28,15 +28,15 @@ export function embedding(W: Tensor, ids: Int32Array, idsShape: readonly number[
 export function rmsnorm(x: Tensor, w: Tensor, eps: number): Tensor {
   const C = x.shape[x.shape.length - 1];
   const N = x.size / C;
-  const out = new Tensor(alloc(x.size), x.shape);
-  const rstd = alloc(N); // [N] saved for backward
+  const out = new Tensor(allocOverwritten(x.size), x.shape);
+  const rstd = allocOverwritten(N); // [N] saved for backward
   const be = backend();
   be.rmsnorm(N, C, x.data, w.data, eps, out.data, rstd);
   if (needsGrad(x, w)) {
     record(out, () => {
       if (out.grad === null) return;
       be.rmsnormBackward(N, C, x.data, w.data, rstd, out.grad, gradOrScratch(x), gradOrScratch(w));
-    });
+    }, [rstd]);
   }
   return out;
 }
@@ -45,16 +45,16 @@ export function rmsnorm(x: Tensor, w: Tensor, eps: number): Tensor {
 export function layernorm(x: Tensor, w: Tensor, b: Tensor, eps: number): Tensor {
   const C = x.shape[x.shape.length - 1];
   const N = x.size / C;
-  const out = new Tensor(alloc(x.size), x.shape);
-  const mu = alloc(N); // [N]
-  const rstd = alloc(N); // [N]
+  const out = new Tensor(allocOverwritten(x.size), x.shape);
+  const mu = allocOverwritten(N); // [N]
+  const rstd = allocOverwritten(N); // [N]
   const be = backend();
   be.layernorm(N, C, x.data, w.data, b.data, eps, out.data, mu, rstd);
   if (needsGrad(x, w, b)) {
     record(out, () => {
       if (out.grad === null) return;
       be.layernormBackward(N, C, x.data, w.data, mu, rstd, out.grad, gradOrScratch(x), gradOrScratch(w), gradOrScratch(b));
-    });
+    }, [mu, rstd]);
   }
   return out;
 }
@@ -93,7 +93,7 @@ export function rope(x: Tensor, positions: Int32Array, tables: RopeTables): Tens
   const [B, T, H, D] = x.shape;
   if (D !== tables.dim) throw new Error(`rope: head size ${D} but tables built for ${tables.dim}`);
   for (const p of positions) if (p < 0 || p >= tables.maxPos) throw new Error(`rope: position ${p} is outside [0, ${tables.maxPos})`);
-  const out = new Tensor(alloc(x.size), x.shape);
+  const out = new Tensor(allocOverwritten(x.size), x.shape);
   const be = backend();
   be.rope(B * T, H, D, x.data, positions, tables.cos, tables.sin, out.data);
   if (needsGrad(x)) {
@@ -107,7 +107,7 @@ export function rope(x: Tensor, positions: Int32Array, tables: RopeTables): Tens
 /** silu(gate) · up, elementwise. */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
   if (gate.size !== up.size) throw new Error('swiglu: gate and up must have the same shape');
-  const out = new Tensor(alloc(gate.size), gate.shape);
+  const out = new Tensor(allocOverwritten(gate.size), gate.shape);
   const be = backend();
   be.swiglu(gate.size, gate.data, up.data, out.data);
   if (needsGrad(gate, up)) {
@@ -122,7 +122,7 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
 export function softmax(x: Tensor): Tensor {
   const C = x.shape[x.shape.length - 1];
   const N = x.size / C;
-  const out = new Tensor(alloc(x.size), x.shape);
+  const out = new Tensor(allocOverwritten(x.size), x.shape);
   const be = backend();
   be.softmax(N, C, x.data, 0, out.data, 0, 1, false, 0, null, 0);
   if (needsGrad(x)) {
@@ -148,8 +148,12 @@ export function tokenLogprobs(logits: Tensor, targets: Int32Array): Tensor {
   be.logSoftmaxGather(N, V, logits.data, targets, out.data, lse);
   if (needsGrad(logits)) {
     record(out, () => {
-      if (out.grad !== null) be.logSoftmaxGatherBackward(N, V, logits.data, lse, targets, out.grad, logits.ensureGrad());
-    });
+      if (out.grad === null) return;
+      // The usual case, logits used once: their gradient is written, not added onto zeros.
+      const first = logits.grad === null;
+      const g = first ? logits.gradToOverwrite() : logits.ensureGrad();
+      be.logSoftmaxGatherBackward(N, V, logits.data, lse, targets, out.grad, g, !first);
+    }, [lse]);
   }
   return out;
 }

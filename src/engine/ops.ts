@@ -4,14 +4,14 @@
  */
 import type { BinaryOp, FloatArray, GemmArgs, UnaryOp } from './backend.js';
 import { packedWeight } from './packed.js';
-import { alloc, backend } from './runtime.js';
+import { alloc, allocOverwritten, backend } from './runtime.js';
 import { broadcastShapes, broadcastStrides, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
 
 // ---- elementwise ----------------------------------------------------------------------------
 
 function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   const shape = broadcastShapes(a.shape, b.shape);
-  const out = new Tensor(alloc(numel(shape)), shape);
+  const out = new Tensor(allocOverwritten(numel(shape)), shape);
   const be = backend();
   const sa = broadcastStrides(a.shape, shape);
   const sb = broadcastStrides(b.shape, shape);
@@ -126,7 +126,7 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
     throw new Error(`matmul: batch axes differ, [${a.shape.join(', ')}] × [${b.shape.join(', ')}]`);
   }
   const batch = numel(batchShape);
-  const out = new Tensor(alloc(batch * M * N), [...batchShape, M, N]);
+  const out = new Tensor(allocOverwritten(batch * M * N), [...batchShape, M, N]); // beta 0, or the bias copied in first
   const be = backend();
   const ldb = transB ? K : N;
   const beta = bias === null ? 0 : 1;
@@ -155,13 +155,16 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
         const ob = shared ? 0 : i * K * N;
         const og = i * M * N;
         // dA = dC · opB(B)ᵀ
-        const dA: GemmArgs | null = a.requiresGrad ? [false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, betaA, a.ensureGrad(), oa, K] : null;
+        const gA = !a.requiresGrad ? null : (a.grad ?? a.gradToOverwrite()); // betaA 0: written, not added to
+        const dA: GemmArgs | null = gA ? [false, !transB, rows, K, N, 1, g, og, N, b.data, ob, ldb, betaA, gA, oa, K] : null;
         // dB = Aᵀ · dC   (or, stored transposed, dBᵀ = dCᵀ · A)
-        const dB: GemmArgs | null = !b.requiresGrad
-          ? null
-          : transB
-            ? [true, false, N, K, rows, 1, g, og, N, a.data, oa, K, betaB, b.ensureGrad(), ob, K]
-            : [true, false, K, N, rows, 1, a.data, oa, K, g, og, N, betaB, b.ensureGrad(), ob, N];
+        const gB = !b.requiresGrad ? null : betaB === 0 && b.grad === null ? b.gradToOverwrite() : b.ensureGrad();
+        const dB: GemmArgs | null =
+          gB === null
+            ? null
+            : transB
+              ? [true, false, N, K, rows, 1, g, og, N, a.data, oa, K, betaB, gB, ob, K]
+              : [true, false, K, N, rows, 1, a.data, oa, K, g, og, N, betaB, gB, ob, N];
         // Independent products: at once when the backend can (not for matmul(x, x), one gradient).
         if (dA && dB && a !== b) be.gemmPair(...dA, ...dB);
         else {

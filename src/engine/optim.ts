@@ -3,7 +3,7 @@
  * Optimiser state is keyed by parameter name so it can be saved with a checkpoint and restored.
  */
 import type { FloatArray } from './backend.js';
-import { alloc, backend } from './runtime.js';
+import { allocPersistent, backend } from './runtime.js';
 import type { Tensor } from './tensor.js';
 
 export interface OptimizerState {
@@ -77,8 +77,8 @@ export class AdamW implements Optimizer {
       let m = this.m.get(p);
       let v = this.v.get(p);
       if (!m || !v) {
-        m = alloc(p.size);
-        v = alloc(p.size);
+        m = allocPersistent(p.size);
+        v = allocPersistent(p.size);
         this.m.set(p, m);
         this.v.set(p, v);
       }

@@ -7,6 +7,7 @@ import type { Backend, FloatArray, Precision } from './backend.js';
 import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
 import { gemmDescription } from './blas-core.js';
+import { takeFloat32 } from './buffer-pool.js';
 import { profiled } from './profile.js';
 
 export type BackendName = 'native' | 'reference';
@@ -75,7 +76,25 @@ export function getDType(): DType {
   return dtype;
 }
 
-/** A zero-filled buffer of the active float type. */
-export function alloc(n: number): FloatArray {
+/**
+ * A zero-filled buffer of the active float type that outlives training steps (parameters,
+ * optimizer moments, KV caches): never taken from or given to a buffer pool.
+ */
+export function allocPersistent(n: number): FloatArray {
   return dtype === 'float64' ? new Float64Array(n) : new Float32Array(n);
+}
+
+/** A zero-filled buffer of the active float type (from the active buffer pool, if any: buffer-pool.ts). */
+export function alloc(n: number): FloatArray {
+  if (dtype === 'float64') return new Float64Array(n);
+  return takeFloat32(n) ?? new Float32Array(n);
+}
+
+/**
+ * A buffer whose contents are unspecified (zeros when fresh, an old activation when recycled):
+ * only for outputs the kernel writes entirely, which saves refilling recycled buffers with zeros.
+ */
+export function allocOverwritten(n: number): FloatArray {
+  if (dtype === 'float64') return new Float64Array(n);
+  return takeFloat32(n, false) ?? new Float32Array(n);
 }

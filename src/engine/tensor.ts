@@ -11,7 +11,8 @@
  * as in PyTorch without `retain_grad`.
  */
 import type { FloatArray } from './backend.js';
-import { alloc, backend, getDType } from './runtime.js';
+import { isReusingBuffers, recycle } from './buffer-pool.js';
+import { alloc, allocOverwritten, backend, getDType } from './runtime.js';
 
 export type Shape = readonly number[];
 
@@ -61,6 +62,16 @@ export class Tensor {
     return this.grad;
   }
 
+  /**
+   * The gradient buffer for a kernel that writes all of it (a GEMM with beta 0): only valid while
+   * there is no gradient yet, and then not zero-filled.
+   */
+  gradToOverwrite(): FloatArray {
+    if (this.grad !== null) throw new Error('gradToOverwrite(): the tensor already has a gradient to add onto');
+    this.grad = takeSpare(this.data.length, false) ?? allocOverwritten(this.data.length);
+    return this.grad;
+  }
+
   zeroGrad(): void {
     this.grad?.fill(0);
   }
@@ -97,7 +108,7 @@ export function tensor(values: ArrayLike<number>, shape: Shape = [values.length]
 
 type Backward = () => void;
 
-let tape: { out: Tensor; fn: Backward }[] = [];
+let tape: { out: Tensor; fn: Backward; saved?: FloatArray[] }[] = [];
 let gradEnabled = true;
 
 /** True when an op on these inputs must record its backward. */
@@ -107,10 +118,14 @@ export function needsGrad(...inputs: (Tensor | null | undefined)[]): boolean {
   return false;
 }
 
-/** Records the backward of an op whose output is `out`; marks `out` as requiring grad. */
-export function record(out: Tensor, fn: Backward): void {
+/**
+ * Records the backward of an op whose output is `out`; marks `out` as requiring grad. `saved`:
+ * buffers the backward reads besides inputs and output (statistics, probabilities), which die
+ * with the pass (inside a buffer pool they are recycled with the activations).
+ */
+export function record(out: Tensor, fn: Backward, saved?: FloatArray[]): void {
   out.requiresGrad = true;
-  tape.push({ out, fn });
+  tape.push({ out, fn, saved });
 }
 
 /** Runs `fn` without recording anything (sampling, evaluation, reference models). */
@@ -138,6 +153,9 @@ export function isGradEnabled(): boolean {
  * came earlier in the reverse pass): unless an input took the buffer over (passGrad), it becomes a
  * spare that the next ensureGrad of the same length reuses, so a pass allocates about one layer's
  * worth of gradients instead of all of them. Spares are dropped when the pass ends.
+ *
+ * Inside `reusingBuffers` (buffer-pool.ts) the activations of the graph are given back to the pool
+ * when the pass ends: read what you need from them before calling backward.
  */
 export function backward(out: Tensor, grad?: number | FloatArray): void {
   if (!out.requiresGrad) throw new Error('backward(): the output does not depend on any tensor that requires grad');
@@ -151,6 +169,7 @@ export function backward(out: Tensor, grad?: number | FloatArray): void {
   }
   const entries = tape;
   tape = [];
+  let finished = false;
   try {
     for (let i = entries.length - 1; i >= 0; i--) {
       const { out, fn } = entries[i];
@@ -160,7 +179,19 @@ export function backward(out: Tensor, grad?: number | FloatArray): void {
       out.grad = null;
       if (used !== null && !taken.includes(used)) addSpare(used);
     }
+    finished = true;
   } finally {
+    // Inside reusingBuffers the pass's activations go back to the pool, but only after the whole
+    // pass: a view (reshape) shares its input's buffer, which an earlier op's backward may still read.
+    if (finished && isReusingBuffers()) {
+      const dead: FloatArray[] = [];
+      for (const list of spares.values()) dead.push(...list);
+      for (const { out: t, saved } of entries) {
+        if (t.data !== out.data) dead.push(t.data);
+        if (saved) dead.push(...saved);
+      }
+      recycle(dead);
+    }
     spares.clear();
   }
 }
@@ -177,11 +208,11 @@ function addSpare(buf: FloatArray): void {
   else spares.set(buf.length, [buf]);
 }
 
-/** A zeroed spare of length n and the active float type, or null. */
-function takeSpare(n: number): FloatArray | null {
+/** A spare of length n and the active float type (zeroed unless `zero` is false), or null. */
+function takeSpare(n: number, zero = true): FloatArray | null {
   const buf = spares.get(n)?.pop();
   if (buf === undefined || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
-  return buf.fill(0);
+  return zero ? buf.fill(0) : buf;
 }
 
 /** Drops everything recorded (e.g. after a forward whose loss is not needed). */

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { matmul } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
-import { alloc } from '../engine/runtime.js';
+import { alloc, allocPersistent } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
@@ -52,10 +52,10 @@ export function applyLora(model: CausalLM, cfg: LoraConfig, rng: Rng): void {
   }
   for (const p of model.params.values()) p.requiresGrad = false;
   for (const t of targets) {
-    const A = new Tensor(alloc(cfg.r * t.inDim), [cfg.r, t.inDim], true, `${t.name}.lora_A.weight`);
+    const A = new Tensor(allocPersistent(cfg.r * t.inDim), [cfg.r, t.inDim], true, `${t.name}.lora_A.weight`);
     const bound = 1 / Math.sqrt(t.inDim);
     for (let i = 0; i < A.size; i++) A.data[i] = (rng.next() * 2 - 1) * bound;
-    const B = new Tensor(alloc(t.outDim * cfg.r), [t.outDim, cfg.r], true, `${t.name}.lora_B.weight`);
+    const B = new Tensor(allocPersistent(t.outDim * cfg.r), [t.outDim, cfg.r], true, `${t.name}.lora_B.weight`);
     model.lora.set(t.name, { A, B, scale: cfg.alpha / cfg.r });
   }
   loraConfigs.set(model, cfg);

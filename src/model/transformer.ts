@@ -7,7 +7,7 @@ import { attention } from '../engine/attention.js';
 import type { FloatArray } from '../engine/backend.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
-import { alloc, backend } from '../engine/runtime.js';
+import { allocPersistent, backend } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
 import type { ModelConfig } from './config.js';
 
@@ -47,8 +47,8 @@ export class KVCache {
     headDim: number,
   ) {
     const shape = [batch, maxLen, kvHeads, headDim];
-    this.k = Array.from({ length: numLayers }, () => new Tensor(alloc(batch * maxLen * kvHeads * headDim), shape));
-    this.v = Array.from({ length: numLayers }, () => new Tensor(alloc(batch * maxLen * kvHeads * headDim), shape));
+    this.k = Array.from({ length: numLayers }, () => new Tensor(allocPersistent(batch * maxLen * kvHeads * headDim), shape));
+    this.v = Array.from({ length: numLayers }, () => new Tensor(allocPersistent(batch * maxLen * kvHeads * headDim), shape));
     this.keyMask = new Uint8Array(batch * maxLen);
   }
 
@@ -101,7 +101,7 @@ export abstract class CausalLM {
 
   constructor(readonly config: ModelConfig) {
     for (const spec of this.paramSpecs()) {
-      this.params.set(spec.name, new Tensor(alloc(spec.shape.reduce((a, b) => a * b, 1)), spec.shape, true, spec.name));
+      this.params.set(spec.name, new Tensor(allocPersistent(spec.shape.reduce((a, b) => a * b, 1)), spec.shape, true, spec.name));
     }
   }
 

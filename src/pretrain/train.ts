@@ -14,6 +14,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BufferPool } from '../engine/buffer-pool.js';
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
@@ -207,6 +208,7 @@ export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): P
   let trainSeconds = 0;
   let sessionTokens = 0;
   let stopped = false;
+  const buffers = new BufferPool(); // activations recycled from step to step
 
   const validate = () => {
     const { meanNll } = meanTokenNll(model, data.validation, data.validationOffsets, T, c.train.micro_batch_size);
@@ -225,7 +227,7 @@ export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): P
       const lr =
         c.train.learning_rate *
         lrMultiplier(state.step, { kind: 'cosine', warmupSteps: c.train.warmup_steps, totalSteps: maxSteps, minRatio: c.train.min_lr_ratio });
-      const { loss, norm } = trainStep(model, optimizer, c, data.train, dataRng, lr);
+      const { loss, norm } = buffers.use(() => trainStep(model, optimizer, c, data.train, dataRng, lr));
       state.step += 1;
       state.tokens += tokensPerStep;
       losses.push(loss);

@@ -168,6 +168,7 @@ export class PolicyAgent {
       stats.steps++;
       stats.lr = st.lr;
     }
+    this.learner.releaseMemory?.();
     if (this.learner instanceof TorchLearner && minibatches.length > 0) this.loadWeights(await this.learner.pullWeights(), this.spec.lora !== null);
     const n = Math.max(stats.steps, 1);
     return {

@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BufferPool } from '../engine/buffer-pool.js';
 import { add, clamp, exp, minimum, mul, scale, sub, weightedSum } from '../engine/ops.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '../engine/optim.js';
 import { backward, type Tensor, tensor } from '../engine/tensor.js';
@@ -97,6 +98,8 @@ export interface Learner {
   /** Reads what `saveState` wrote; the weights must already be loaded. */
   loadState(dir: string): Promise<void>;
   close(): Promise<void>;
+  /** Lets go of memory kept for the next forwardBackward (the local learner's activation buffers); the agent calls it when an update ends. */
+  releaseMemory?(): void;
 }
 
 /** The magrpo loss of one sample as token coefficients and values, shared by both learners' tests. */
@@ -109,6 +112,8 @@ export class LocalLearner implements Learner {
   readonly kind = 'local';
   private opt: AdamW;
   private steps = 0;
+  /** Activation buffers kept from one minibatch to the next within an update (see releaseMemory). */
+  private readonly buffers = new BufferPool();
 
   constructor(
     private readonly spec: LearnerSpec,
@@ -133,7 +138,7 @@ export class LocalLearner implements Learner {
     let klTokens = 0;
     let clipped = 0;
     for (const s of samples) {
-      const r = this.sampleLoss(s, 1 / samples.length);
+      const r = this.buffers.use(() => this.sampleLoss(s, 1 / samples.length));
       out.logprobs.push(r?.logprobs ?? s.completions.map(() => []));
       if (r === null) continue;
       out.loss += r.loss / samples.length;
@@ -224,11 +229,16 @@ export class LocalLearner implements Learner {
     }
     const value = loss.item();
     if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);
-    backward(loss);
+    // Read before backward: inside the buffer pool, backward recycles the graph's activations.
     const logprobs: number[][] = s.completions.map(() => []);
     for (let t = 0; t < R; t++) logprobs[scored[lp.sequenceOf[t]]].push(lp.tokenLogprobs.data[t]);
+    backward(loss);
     const entropySum = lp.entropy ? lp.entropy.reduce((a, b) => a + b, 0) : 0;
     return { loss: value / weight, entropySum, tokens: R, sequences: s.completions.length, logprobs, clipped, klSum, klTokens };
+  }
+
+  releaseMemory(): void {
+    this.buffers.clear();
   }
 
   async saveAdapter(dir: string): Promise<void> {

@@ -375,7 +375,15 @@ describe('native backend matches the reference', () => {
       compare('logSoftmaxGather', [rows, V, logits, targets, uniform(rows), uniform(rows)], [4, 5], { rtol: 1e-5, atol: 1e-5 });
       const lse = new Float32Array(rows);
       ref.logSoftmaxGather(rows, V, logits, targets, new Float32Array(rows), lse);
-      compare('logSoftmaxGatherBackward', [rows, V, logits, lse, targets, uniform(rows), uniform(rows * V)], [6]);
+      compare('logSoftmaxGatherBackward', [rows, V, logits, lse, targets, uniform(rows), uniform(rows * V), true], [6]);
+      compare('logSoftmaxGatherBackward', [rows, V, logits, lse, targets, uniform(rows), uniform(rows * V), false], [6]);
+      // Writing gives the bits of adding onto zeros (the pool's recycled buffers rely on it).
+      const gLogp = uniform(rows);
+      const added = new Float32Array(rows * V);
+      const written = uniform(rows * V);
+      nat.logSoftmaxGatherBackward(rows, V, logits, lse, targets, gLogp, added, true);
+      nat.logSoftmaxGatherBackward(rows, V, logits, lse, targets, gLogp, written, false);
+      assert.deepEqual(written, added);
       compare('entropy', [rows, V, logits, lse, uniform(rows)], [4], { rtol: 1e-5, atol: 1e-5 });
     }
   });

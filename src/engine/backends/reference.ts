@@ -311,7 +311,8 @@ export const referenceBackend: Backend = {
       logp[r] = t < 0 ? 0 : logits[r * V + t] - lse[r];
     }
   },
-  logSoftmaxGatherBackward(rows, V, logits, lse, targets, gLogp, gLogits) {
+  logSoftmaxGatherBackward(rows, V, logits, lse, targets, gLogp, gLogits, accumulate) {
+    if (!accumulate) gLogits.fill(0, 0, rows * V);
     for (let r = 0; r < rows; r++) {
       const t = targets[r];
       if (t < 0) continue;
