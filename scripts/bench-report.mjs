@@ -211,7 +211,9 @@ setting matters, their best of the settings tried. llama.cpp samples only: each 
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
 batch API (\`scripts/bench_llama.py\`). Results recorded before the exporter wrote GPT-2 show
-124m's llama.cpp row as "could not run this size".
+124m's llama.cpp row as "could not run this size". magrpo's training step recycles its activation
+buffers from step to step (\`src/engine/buffer-pool.ts\`), as its learner and pretraining do;
+results recorded before 2026-11-27 14:30 allocated them afresh every step.
 
 A fourth size is opt-in: \`--sizes 1m,10m,124m,500m\` adds \`500m\`, Qwen2.5-0.5B's shapes (494M
 parameters, q/k/v biases, tied embeddings, random weights), with LoRA training (rank 16 on q, k, v,

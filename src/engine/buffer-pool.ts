@@ -7,13 +7,14 @@
  * external memory and runs full mark-compacts to reclaim them (about two per step), and those
  * collections' helper threads take a core from the matrix products.
  *
- * While a pool is active (`pool.use(fn)`, `reusingBuffers(fn)`), `alloc` hands out buffers from a pool and `backward` gives the
- * activations it has consumed back to it: the data of every tensor the pass went through (except
- * its root, the loss) and the spare gradients. Buffers are pooled by size class (1/8 steps between
- * powers of two), so sequence lengths that vary from batch to batch still find a buffer.
+ * While a pool is active (`pool.use(fn)`, `reusingBuffers(fn)`), `alloc` hands out its buffers and
+ * `backward` gives back what the pass has used up: the data of every tensor recorded on the tape
+ * since the last backward (except the root, the loss), the statistics ops saved for their backward,
+ * and the spare gradients. Buffers are pooled by size class (1/8 steps between powers of two), so
+ * sequence lengths that vary from batch to batch still find a buffer.
  *
- * The contract: once `backward` returns, activations of that graph are gone, as if PyTorch freed
- * its saved tensors. Read what you need (log-probs for metrics, ...) before calling backward. A
+ * The contract: once `backward` returns, the activations of that graph are gone, as if PyTorch
+ * freed its saved tensors. Read what you need (log-probs for metrics, ...) before backward. A
  * released buffer is detached from every view of it (its ArrayBuffer is transferred into the
  * pool), so a late read sees an empty array and native kernels refuse it, rather than reading
  * numbers of another tensor. Buffers that did not come from the pool (parameters, optimizer

@@ -78,12 +78,23 @@ export class Tensor {
 
   /** The single value of a one-element tensor. */
   item(): number {
+    this.checkLive();
     if (this.data.length !== 1) throw new Error(`item() needs a 1-element tensor, got shape [${this.shape.join(', ')}]`);
     return this.data[0];
   }
 
   toArray(): number[] {
+    this.checkLive();
     return Array.from(this.data);
+  }
+
+  /** Throws if a buffer pool has recycled this tensor's buffer (its views read as empty then). */
+  private checkLive(): void {
+    if (this.data.length === 0 && numel(this.shape) > 0) {
+      throw new Error(
+        `this tensor [${this.shape.join(', ')}] was an activation whose buffer the buffer pool recycled after backward(); read it before calling backward`,
+      );
+    }
   }
 }
 
@@ -154,8 +165,8 @@ export function isGradEnabled(): boolean {
  * spare that the next ensureGrad of the same length reuses, so a pass allocates about one layer's
  * worth of gradients instead of all of them. Spares are dropped when the pass ends.
  *
- * Inside `reusingBuffers` (buffer-pool.ts) the activations of the graph are given back to the pool
- * when the pass ends: read what you need from them before calling backward.
+ * While a buffer pool is active (buffer-pool.ts), the activations of the graph go back to it when
+ * the pass ends: read what you need from them before calling backward.
  */
 export function backward(out: Tensor, grad?: number | FloatArray): void {
   if (!out.requiresGrad) throw new Error('backward(): the output does not depend on any tensor that requires grad');
@@ -181,7 +192,7 @@ export function backward(out: Tensor, grad?: number | FloatArray): void {
     }
     finished = true;
   } finally {
-    // Inside reusingBuffers the pass's activations go back to the pool, but only after the whole
+    // With a buffer pool active the pass's activations go back to it, but only after the whole
     // pass: a view (reshape) shares its input's buffer, which an earlier op's backward may still read.
     if (finished && isReusingBuffers()) {
       const dead: FloatArray[] = [];

@@ -144,6 +144,7 @@ describeEachBackend('buffer pool', () => {
       return { logits, loss };
     });
     assert.equal(logits.data.length, 0, 'a recycled activation must read as empty, not as another tensor');
+    assert.throws(() => logits.toArray(), /recycled after backward\(\); read it before/);
     assert.equal(loss.data.length, 1);
     assert.ok(Number.isFinite(loss.item()));
     assert.equal(outside.data.length, outside.size);
