@@ -84,7 +84,7 @@ function section(file, r) {
   p();
   p(
     'Tokens/s (median); in parentheses the share of the sgemm limit: FLOPs per token × tokens/s ÷ ' +
-      `${f0(r.sgemm_limit_gflops)} GFLOP/s (${r.sgemm_limit}). Peer rows end with magrpo ÷ peer; half-precision llama.cpp rows with magrpo in \`precision: bf16\` ÷ peer, marked (bf16).`,
+      `${f0(r.sgemm_limit_gflops)} GFLOP/s (${r.sgemm_limit}). Peer rows end with magrpo ÷ peer; half-precision rows (llama.cpp f16, PyTorch bf16 autocast) with magrpo in \`precision: bf16\` ÷ peer, marked (bf16).`,
   );
   p();
   p('| size | engine | train | sample b8 | sample b32 | peak RSS MB |');
@@ -110,6 +110,13 @@ function section(file, r) {
       p(`| | magrpo, \`precision: bf16\` | ${train} | ${sample.join(' | ')} | |`);
     }
     for (const [id, t] of Object.entries(s.peers)) p(`| | ${names[id] ?? id} | ${cells(t, s.magrpo).join(' | ')} |`);
+    // PyTorch's mixed precision (torch.autocast bf16) against ours with precision bf16, where measured.
+    for (const [id, t] of Object.entries(s.peers)) {
+      if (t.train_bf16_tokens_per_s === undefined) continue;
+      p(
+        `| | ${names[id] ?? id}, bf16 autocast | ${cell(t.train_bf16_tokens_per_s, s.flops_per_token.train, bf16)}${bf16 === undefined ? '' : ' (bf16)'} | — | — | |`,
+      );
+    }
     // Sample-only peers (llama.cpp): a row per weight type, no training.
     for (const t of Object.values(s.sample_peers ?? {})) {
       // Half-precision weights against ours with precision bf16 (bf16 weight packs), where measured.
@@ -134,12 +141,19 @@ function section(file, r) {
       });
     const batch = s.train_batch !== undefined && s.train_batch !== 8 ? `, training on ${s.train_batch} × 128 tokens` : '';
     p(`- ${size}: ${s.model}, ${(s.params / 1e6).toFixed(2)}M parameters${batch}${best.length ? `; ${best.join('; ')}` : ''}`);
+    const bt = s.best_training;
+    if (bt)
+      p(
+        `  - training, each side at its faster precision: magrpo ${bt.magrpo.tokens_per_s.toFixed(0)} (${bt.magrpo.precision}) ÷ ${names[bt.peer.engine] ?? bt.peer.engine} ${bt.peer.tokens_per_s.toFixed(0)} (${bt.peer.precision}) = **${bt.ratio.toFixed(2)}×**`,
+      );
     // Every setting tried, the first being the peer as installed (its defaults).
     for (const [id, t] of Object.entries(s.peers)) {
       if (Object.keys(t.variants).length < 2) continue;
       const each = Object.entries(t.variants).map(
         ([label, v]) =>
-          `${label}: train ${v.train_tokens_per_s.toFixed(0)}, ${Object.entries(v.sample_tokens_per_s)
+          `${label}: train ${v.train_tokens_per_s.toFixed(0)}${v.train_bf16_tokens_per_s === undefined ? '' : `, train bf16 ${v.train_bf16_tokens_per_s.toFixed(0)}`}, ${Object.entries(
+            v.sample_tokens_per_s,
+          )
             .map(([b, x]) => `b${b} ${x.toFixed(0)}`)
             .join(', ')}`,
       );

@@ -7,7 +7,7 @@ PyTorch keeps its own defaults (OpenMP wait policy included); the bench only set
 and, per run, the BLAS thread count in the environment, and keeps the better run.
 Prints one JSON object: params, peak_rss_mb, the settings it ran with, and the wall and CPU seconds
 of each timed repetition: train {wall, cpu}, sample {batch: {wall, cpu}}, with --lora-rank also
-train_lora {wall, cpu}. magrpo bench turns them into tokens/s.
+train_lora {wall, cpu}, with --bf16 also train_bf16 {wall, cpu} (autocast). magrpo bench turns them into tokens/s.
 
 The models follow HF GPT2LMHeadModel / LlamaForCausalLM / Qwen2ForCausalLM (eager attention, the
 formulation torch 1.13 has: matmul + masked softmax), with a preallocated KV cache for decoding, so
@@ -206,14 +206,19 @@ def timed(fn, reps, warmup=(1, 1, 0.0)):
     return {"wall": wall, "cpu": cpu}
 
 
-def bench_train(model, params, vocab, batch, seq, reps, warmup, gen):
+def bench_train(model, params, vocab, batch, seq, reps, warmup, gen, bf16=False):
+    """bf16: the forward (and so its products' backward) under torch.autocast("cpu", bfloat16),
+    PyTorch's mixed precision on a CPU: fp32 weights, gradients and AdamW, as magrpo's
+    precision: bf16 keeps them."""
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
     ids = torch.randint(0, vocab, (batch, seq), generator=gen)
     targets = torch.randint(0, vocab, (batch * seq,), generator=gen)
 
     def step():
-        logits = model(ids)
-        F.cross_entropy(logits.view(-1, vocab), targets).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(ids)
+            loss = F.cross_entropy(logits.view(-1, vocab).float(), targets)
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=False)
 
@@ -269,6 +274,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lora-rank", type=int, default=0, help="also time LoRA training at this rank (0: no)")
     ap.add_argument("--lora-alpha", type=float, default=32)
+    ap.add_argument("--bf16", action="store_true", help="also time full training under torch.autocast(cpu, bfloat16), last")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -306,6 +312,8 @@ def main():
     out["train"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, args.reps, warmup, gen)
     out["rss_mb"]["full"] = rss_mb()
     out["peak_rss_mb"] = rss_mb()
+    if args.bf16:  # last, as magrpo's worker does, so the RSS figures above stay fp32's
+        out["train_bf16"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, args.reps, warmup, gen, bf16=True)
     print(json.dumps(out))
 
 

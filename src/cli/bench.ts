@@ -11,6 +11,9 @@
  * machine the engines alternate (ROUNDS rounds per size, the order flipped each round) and every
  * figure is the median over all repetitions. Next to each figure: the share of the machine's
  * sgemm rate the work represents (FLOPs per token × tokens/s ÷ measured sgemm GFLOP/s).
+ * Where the CPU has AVX-512 BF16, training is also timed in bf16 on both sides (our precision:
+ * bf16, PyTorch's torch.autocast), and each size reports training with each side at its faster
+ * precision (bestTraining) beside the fp32-against-fp32 figures.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -74,7 +77,7 @@ export interface Throughput {
   /** LoRA training (adapters only), where measured. */
   train_lora_tokens_per_s?: number;
   train_lora_tokens_per_cpu_s?: number;
-  /** Full training with precision: bf16 (magrpo, where measured). */
+  /** Full training in bf16 where measured: magrpo's precision: bf16, PyTorch's torch.autocast(cpu, bfloat16). */
   train_bf16_tokens_per_s?: number;
   /** Sampling with precision: bf16 (magrpo, bf16 weight packs), per batch. */
   sample_bf16_tokens_per_s?: Record<string, number>;
@@ -84,7 +87,7 @@ export interface Throughput {
 
 /** A peer's best figures over its variants, and which variant gave each. */
 export interface PeerThroughput extends Throughput {
-  best_variant: { train: string; train_lora?: string; sample: Record<string, string> };
+  best_variant: { train: string; train_lora?: string; train_bf16?: string; sample: Record<string, string> };
   variants: Record<string, Throughput>;
   settings?: Record<string, unknown>;
 }
@@ -210,11 +213,13 @@ function runBench(flags: BenchFlags): void {
     if (SIZES[size].lora || flags.lora) args.push('--lora-rank', String(LORA_RANK), '--lora-alpha', String(LORA_ALPHA));
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
     args.push('--train-warmup', `${TRAIN_WARMUP.min},${TRAIN_WARMUP.max},${TRAIN_WARMUP.seconds}`);
+    // Where we time precision: bf16 on bf16 hardware, PyTorch gets its own mixed precision too.
+    if (doctor.backend.bf16 === 'avx512-bf16') args.push('--bf16');
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
   };
 
   const runnable = peers.filter((p) => p.runnable && p.id !== 'llama.cpp');
-  const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput> } & SampleOnlyResults> = {};
+  const results: Record<string, { magrpo: Throughput; peers: Record<string, PeerThroughput>; best_training?: BestTraining } & SampleOnlyResults> = {};
   const report = (complete: boolean) => ({
     schema: 2,
     complete,
@@ -277,7 +282,8 @@ function runBench(flags: BenchFlags): void {
       const first = theirs.get(`${p.id}\t${p.variants[0].label}`)?.[0];
       peerResults[p.id] = { ...bestOf(variants), settings: first?.settings };
     }
-    results[size] = { magrpo: throughput(mine), peers: peerResults, ...llama?.results(size) };
+    const magrpo = throughput(mine);
+    results[size] = { magrpo, peers: peerResults, best_training: bestTraining(magrpo, peerResults), ...llama?.results(size) };
     // An interrupted run keeps the sizes it finished (marked incomplete).
     if (flags.out && size !== sizes.at(-1)) save(flags.out, report(false));
   }
@@ -314,6 +320,7 @@ type BenchOutput = {
       flops_per_token: { train: number; train_lora?: number; sample: number };
       magrpo: Throughput;
       peers: Record<string, PeerThroughput>;
+      best_training?: BestTraining;
     } & SampleOnlyResults
   >;
   engines: { id: string; settings?: Record<string, string> }[];
@@ -358,7 +365,7 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
   p(`train = tokens/s of forward + backward + AdamW on ${TRAIN_BATCH} × ${TRAIN_SEQ} tokens${otherBatch}, every weight trained (full fine-tuning)`);
   p(`sample bN = tokens/s generating ${NEW_TOKENS} tokens for N sequences after a ${PROMPT_LEN}-token prompt (KV cache, temperature 1)`);
   p(`(x%) = FLOPs per token × tokens/s ÷ ${out.sgemm_limit_gflops.toFixed(0)} GFLOP/s (${out.sgemm_limit}): the share of the matmul limit reached`);
-  p('peer cells end with magrpo ÷ peer (half-precision llama.cpp rows: magrpo with precision bf16 ÷ peer, "x bf16")');
+  p('peer cells end with magrpo ÷ peer (half-precision rows, llama.cpp f16 and PyTorch bf16 autocast: magrpo with precision bf16 ÷ peer, "x bf16")');
   p('');
   const widths = [5, 26, 20, 20, 20, 7];
   p(row(['size', 'engine', 'train', ...SAMPLE_BATCHES.map((b) => `sample b${b}`), 'RSS MB'], widths));
@@ -385,6 +392,11 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
       p(row(['', 'magrpo, precision bf16', trainCell, ...sampleCells, ''], widths));
     }
     for (const [id, t] of Object.entries(s.peers)) p(row(['', names[id] ?? id, ...cells(t, s.magrpo)], widths));
+    for (const [id, t] of Object.entries(s.peers)) {
+      if (t.train_bf16_tokens_per_s === undefined) continue;
+      const ratio = bf16 === undefined ? '' : ` ${(bf16 / t.train_bf16_tokens_per_s).toFixed(2)}x bf16`;
+      p(row(['', `${names[id] ?? id}, bf16 autocast`, lim(t.train_bf16_tokens_per_s, s.flops_per_token.train) + ratio, '—', '—', ''], widths));
+    }
     const sampleCell = (tps: number) => lim(tps, s.flops_per_token.sample);
     for (const line of sampleOnlyRows(s, s.magrpo, sampleCell, (c) => row(c, widths))) p(line);
   }
@@ -398,6 +410,11 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
         return `${names[id]}: train ${t.best_variant.train}${lora}, ${SAMPLE_BATCHES.map((b) => `b${b} ${t.best_variant.sample[b]}`).join(', ')}`;
       });
     p(`${size}: ${s.model}${winners.length ? `; best settings ${winners.join('; ')}` : ''}`);
+    const best = s.best_training;
+    if (best)
+      p(
+        `${size}: training, each side at its faster precision: magrpo ${f0(best.magrpo.tokens_per_s)} (${best.magrpo.precision}) ÷ ${names[best.peer.engine] ?? best.peer.engine} ${f0(best.peer.tokens_per_s)} (${best.peer.precision}) = ${best.ratio.toFixed(2)}x`,
+      );
   }
 }
 
@@ -460,8 +477,39 @@ function throughput(reports: ChildReport[]): Throughput {
   return out;
 }
 
+/** Full-training tokens/s of one engine at the faster of its precisions. */
+export interface TrainingAtBest {
+  engine: string;
+  tokens_per_s: number;
+  precision: 'fp32' | 'bf16';
+}
+
+/** Training with each side at its best precision: magrpo's against the strongest peer's. */
+export interface BestTraining {
+  magrpo: TrainingAtBest;
+  peer: TrainingAtBest;
+  /** magrpo ÷ peer. */
+  ratio: number;
+}
+
+/**
+ * Each side's fastest full training, fp32 or bf16 (magrpo's precision: bf16, PyTorch's autocast):
+ * the figure where both pick their best settings. undefined without a PyTorch peer.
+ */
+export function bestTraining(magrpo: Throughput, peers: Record<string, Throughput>): BestTraining | undefined {
+  const atBest = (engine: string, t: Throughput): TrainingAtBest =>
+    (t.train_bf16_tokens_per_s ?? 0) > t.train_tokens_per_s
+      ? { engine, tokens_per_s: t.train_bf16_tokens_per_s as number, precision: 'bf16' }
+      : { engine, tokens_per_s: t.train_tokens_per_s, precision: 'fp32' };
+  const candidates = Object.entries(peers).map(([id, t]) => atBest(id, t));
+  if (candidates.length === 0) return undefined;
+  const peer = candidates.reduce((a, b) => (b.tokens_per_s > a.tokens_per_s ? b : a));
+  const ours = atBest('magrpo', magrpo);
+  return { magrpo: ours, peer, ratio: ours.tokens_per_s / peer.tokens_per_s };
+}
+
 /** Per figure, the best variant's value (a peer gets its best setting for each). */
-function bestOf(variants: Record<string, Throughput>): PeerThroughput {
+export function bestOf(variants: Record<string, Throughput>): PeerThroughput {
   const entries = Object.entries(variants);
   const pick = (score: (t: Throughput) => number) => entries.reduce((a, b) => (score(b[1]) > score(a[1]) ? b : a));
   const [trainLabel, trainBest] = pick((t) => t.train_tokens_per_s);
@@ -474,6 +522,11 @@ function bestOf(variants: Record<string, Throughput>): PeerThroughput {
     best_variant: { train: trainLabel, sample },
     variants,
   };
+  if (entries.some(([, t]) => t.train_bf16_tokens_per_s !== undefined)) {
+    const [label, t] = pick((x) => x.train_bf16_tokens_per_s ?? 0);
+    out.best_variant.train_bf16 = label;
+    out.train_bf16_tokens_per_s = t.train_bf16_tokens_per_s;
+  }
   if (entries.some(([, t]) => t.train_lora_tokens_per_s !== undefined)) {
     const [label, t] = pick((x) => x.train_lora_tokens_per_s ?? 0);
     out.best_variant.train_lora = label;

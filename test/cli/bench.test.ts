@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { bestOf, bestTraining, type Throughput } from '../../src/cli/bench.js';
 import {
   type ChildReport,
   DEFAULT_SIZES,
@@ -186,6 +187,38 @@ describe('bench peers', () => {
     assert.equal(list[0], process.execPath);
     assert.equal(list.at(-1), 'python3');
     assert.ok(!pypiCandidates(root, { MAGRPO_TORCH_PYTHON: '/nonexistent/python' }).includes('/nonexistent/python'));
+  });
+});
+
+describe("training at each side's best", () => {
+  const tp = (train: number, bf16?: number): Throughput => ({
+    params: 1,
+    train_tokens_per_s: train,
+    train_tokens_per_cpu_s: train / 2,
+    sample_tokens_per_s: { 8: 1, 32: 1 },
+    sample_tokens_per_cpu_s: { 8: 1, 32: 1 },
+    peak_rss_mb: 1,
+    ...(bf16 === undefined ? {} : { train_bf16_tokens_per_s: bf16 }),
+  });
+
+  it('a peer keeps its fastest bf16 training over its settings, apart from its fastest fp32', () => {
+    const best = bestOf({ defaults: tp(100, 90), 'MKL threads 1': tp(120, 80) });
+    assert.equal(best.train_tokens_per_s, 120);
+    assert.equal(best.best_variant.train, 'MKL threads 1');
+    assert.equal(best.train_bf16_tokens_per_s, 90);
+    assert.equal(best.best_variant.train_bf16, 'defaults');
+    assert.equal(bestOf({ defaults: tp(100) }).train_bf16_tokens_per_s, undefined);
+  });
+
+  it('compares the faster precision of each side against the strongest peer', () => {
+    // Ours is faster in bf16; one peer is faster in its fp32, the other in bf16 autocast.
+    const r = bestTraining(tp(100, 180), { a: tp(120, 90), b: tp(80, 150) });
+    assert.deepEqual(r?.magrpo, { engine: 'magrpo', tokens_per_s: 180, precision: 'bf16' });
+    assert.deepEqual(r?.peer, { engine: 'b', tokens_per_s: 150, precision: 'bf16' });
+    assert.equal(r?.ratio, 180 / 150);
+    // Without bf16 figures it is fp32 against fp32; without peers there is no figure.
+    assert.equal(bestTraining(tp(100), { a: tp(50) })?.ratio, 2);
+    assert.equal(bestTraining(tp(100), {}), undefined);
   });
 });
 
