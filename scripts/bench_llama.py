@@ -15,7 +15,7 @@ decodes the B prompts in one batch, then samples and decodes one token per seque
 N new tokens = 1 prompt pass + N - 1 single-token passes, as magrpo and bench_torch.py do.
 Sampling draws from softmax(logits / 1) of every sequence with numpy; unlike magrpo's sampler
 it does not also compute the log-probs of the whole vocabulary (llama.cpp has no such output).
-One untimed warm-up run per batch, then --reps timed runs. Context creation (and its KV-cache
+Untimed warm-up runs per batch (--warmup min,max,seconds), then --reps timed runs. Context creation (and its KV-cache
 allocation) is outside the timing; clearing the cache is inside.
 
 Prints one JSON object: llama_cpp_version, params, peak_rss_mb, settings, and the wall and CPU
@@ -44,9 +44,14 @@ def _log(level, text, _user):
         sys.stderr.write(text.decode("utf-8", "replace"))
 
 
-def timed(fn, reps):
-    """Wall and CPU seconds of each of `reps` calls, after one untimed warm-up call."""
-    fn()
+def timed(fn, reps, warmup=(1, 1, 0.0)):
+    """Wall and CPU seconds of each of `reps` calls, after untimed warm-up calls: warmup =
+    (min, max, seconds), the rule magrpo bench applies to every engine."""
+    lo, hi, seconds = warmup
+    start, done = time.perf_counter(), 0
+    while done < hi and (done < lo or time.perf_counter() - start < seconds):
+        fn()
+        done += 1
     wall, cpu = [], []
     for _ in range(reps):
         w0, c0 = time.perf_counter(), time.process_time()
@@ -71,7 +76,7 @@ def make_context(model, batch, prompt_len, new_tokens, threads):
     return ctx, p
 
 
-def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, rng):
+def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, warmup, rng):
     ctx, params = make_context(model, batch, prompt_len, new_tokens, threads)
     mem = L.llama_get_memory(ctx)
     n = batch * prompt_len
@@ -122,7 +127,7 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, rng
             logits = decode()
 
     try:
-        return timed(run, reps), {
+        return timed(run, reps, warmup), {
             "n_ctx": L.llama_n_ctx(ctx),
             "n_ctx_seq": L.llama_n_ctx_seq(ctx),
             "n_batch": L.llama_n_batch(ctx),
@@ -149,7 +154,10 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warmup", default="1,1,0", help="untimed runs first, per batch: min,max,seconds")
     args = ap.parse_args()
+    lo, hi, seconds = args.warmup.split(",")
+    warmup = (int(lo), int(hi), float(seconds))
 
     L.llama_log_set(_log, ctypes.c_void_p(0))
     L.llama_backend_init()
@@ -163,7 +171,7 @@ def main():
     L.llama_model_desc(model, desc, len(desc))
     sample, contexts = {}, {}
     for b in args.sample_batches.split(","):
-        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, args.reps, rng)
+        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, args.reps, warmup, rng)
     out = {
         "llama_cpp_version": L.__version__,
         "params": L.llama_model_n_params(model),

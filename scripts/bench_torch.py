@@ -226,7 +226,7 @@ def bench_train(model, params, vocab, batch, seq, reps, warmup, gen, bf16=False)
 
 
 @torch.inference_mode()
-def bench_sample(model, vocab, batch, prompt_len, new_tokens, reps, gen):
+def bench_sample(model, vocab, batch, prompt_len, new_tokens, reps, warmup, gen):
     prompt = torch.randint(0, vocab, (batch, prompt_len), generator=gen)
 
     def run():
@@ -238,7 +238,7 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, reps, gen):
             logp.gather(1, tok)  # the sampler also returns each token's log-prob
             ids = tok
 
-    return timed(run, reps)
+    return timed(run, reps, warmup)
 
 
 def warmup_rule(text):
@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--train-seq", type=int, default=128)
     ap.add_argument("--train-warmup", default="2,5,5", help="untimed training steps first: min,max,seconds")
     ap.add_argument("--sample-batches", default="8,32")
+    ap.add_argument("--sample-warmup", default="1,1,0", help="untimed sampling runs first, per batch: min,max,seconds")
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--lora-rank", type=int, default=0, help="also time LoRA training at this rank (0: no)")
@@ -292,7 +293,7 @@ def main():
         "params": sum(p.numel() for p in model.parameters()),
         "train_batch": args.train_batch,
         "sample": {
-            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, gen) for b in args.sample_batches.split(",")
+            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, warmup_rule(args.sample_warmup), gen) for b in args.sample_batches.split(",")
         },
         "rss_mb": {},
     }

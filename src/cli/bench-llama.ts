@@ -15,7 +15,7 @@ import { Rng } from '../engine/rng.js';
 import { parseModelConfig } from '../model/config.js';
 import { exportModelGguf, ggufUnsupported } from '../model/gguf.js';
 import { createModel } from '../model/load.js';
-import { NEW_TOKENS, PROMPT_LEN, SAMPLE_BATCHES, SIZES, type Timings } from './bench-models.js';
+import { NEW_TOKENS, PROMPT_LEN, SAMPLE_BATCHES, SAMPLE_WARMUP, SIZES, type Timings } from './bench-models.js';
 import type { Peer, PeerVariant } from './bench-peers.js';
 
 export type Weights = 'f32' | 'f16';
@@ -89,6 +89,8 @@ export function llamaArgs(script: string, file: string, threads: number, reps: n
     String(PROMPT_LEN),
     '--new-tokens',
     String(NEW_TOKENS),
+    '--warmup',
+    `${SAMPLE_WARMUP.min},${SAMPLE_WARMUP.max},${SAMPLE_WARMUP.seconds}`,
   ];
 }
 

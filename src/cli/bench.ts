@@ -34,6 +34,7 @@ import {
   NEW_TOKENS,
   PROMPT_LEN,
   SAMPLE_BATCHES,
+  SAMPLE_WARMUP,
   SIZES,
   type Timings,
   TRAIN_BATCH,
@@ -213,6 +214,7 @@ function runBench(flags: BenchFlags): void {
     if (SIZES[size].lora || flags.lora) args.push('--lora-rank', String(LORA_RANK), '--lora-alpha', String(LORA_ALPHA));
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
     args.push('--train-warmup', `${TRAIN_WARMUP.min},${TRAIN_WARMUP.max},${TRAIN_WARMUP.seconds}`);
+    args.push('--sample-warmup', `${SAMPLE_WARMUP.min},${SAMPLE_WARMUP.max},${SAMPLE_WARMUP.seconds}`);
     // Where we time precision: bf16 on bf16 hardware, PyTorch gets its own mixed precision too.
     if (doctor.backend.bf16 === 'avx512-bf16') args.push('--bf16');
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
