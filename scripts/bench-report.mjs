@@ -218,9 +218,14 @@ What is measured: \`magrpo doctor\` first (OpenBLAS core, measured sgemm ceiling
 (forward + backward + AdamW on 8 × 128 tokens, after untimed warm-up steps: at least 2, then up to
 100 within 8 s, for every engine alike — results recorded before 2026-11-27 09:40 had at most 5,
 which at 1m timed the first steps' heap growth, ~15% slower than the steady state) and sampling
-(64 new tokens after a 16-token prompt,
-KV cache, temperature 1) of three model shapes with random weights, for magrpo and every peer found
-(PyTorch from Debian and from PyPI, llama.cpp). Peers run with their own defaults and, where a
+(64 new tokens after a 16-token prompt, KV cache, temperature 1, after untimed warm-up runs: at
+least 1, then up to 50 within 2 s, for every engine alike — results recorded before 2026-11-27 17:35
+had one, which at 1m timed magrpo's JIT settling, 2–3× slower than the steady state) of three model
+shapes with random weights, for magrpo and every peer found (PyTorch from Debian and from PyPI,
+llama.cpp). Where the CPU has AVX-512 BF16, training is also timed in bf16: magrpo's
+\`precision: bf16\` against PyTorch's \`torch.autocast("cpu", torch.bfloat16)\` (both keep fp32
+weights, gradients and AdamW; results recorded before 2026-11-27 17:35 have no PyTorch bf16 row),
+and each size gives training with each side at its faster precision. Peers run with their own defaults and, where a
 setting matters, their best of the settings tried. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
