@@ -42,7 +42,9 @@ function section(file, r) {
   );
   p(`- **BLAS**: ${r.machine.blas}; core **${r.machine.blas_core}** (${d.blas.selection})`);
   p(`- **System**: ${r.machine.os}, Node ${r.machine.node}`);
-  p(`- **Command**: \`${r.command}\` (${r.threads} threads, ${r.rounds} rounds × ${r.reps} runs, medians); file \`bench/results/${file}\``);
+  p(
+    `- **Command**: \`${r.command}\` (${r.threads} threads, ${r.rounds} rounds × ${r.repeats && r.repeats.max > r.repeats.min ? `${r.repeats.min}–${r.repeats.max} runs, more while under ${r.repeats.seconds} s` : `${r.reps} runs`}, medians); file \`bench/results/${file}\``,
+  );
   p();
   if (d.fmaPeak) p(`Per-core FP32 peak, measured: **${f0(d.fmaPeak.gflops)} GFLOP/s** (FMA-throughput loop in ${d.fmaPeak.isa} vectors, one thread).`);
   p(
@@ -225,7 +227,9 @@ shapes with random weights, for magrpo and every peer found (PyTorch from Debian
 llama.cpp). Where the CPU has AVX-512 BF16, training is also timed in bf16: magrpo's
 \`precision: bf16\` against PyTorch's \`torch.autocast("cpu", torch.bfloat16)\` (both keep fp32
 weights, gradients and AdamW; results recorded before 2026-11-27 17:35 have no PyTorch bf16 row),
-and each size gives training with each side at its faster precision. Peers run with their own defaults and, where a
+and each size gives training with each side at its faster precision. Each figure is the median of
+2 rounds (engines alternating) of at least 3 timed calls, then more, up to 30, while under 3 s
+(results recorded before 2026-11-27 18:20 had 3: at 10m one step varies by ±10%). Peers run with their own defaults and, where a
 setting matters, their best of the settings tried. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's

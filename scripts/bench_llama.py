@@ -44,20 +44,28 @@ def _log(level, text, _user):
         sys.stderr.write(text.decode("utf-8", "replace"))
 
 
-def timed(fn, reps, warmup=(1, 1, 0.0)):
-    """Wall and CPU seconds of each of `reps` calls, after untimed warm-up calls: warmup =
-    (min, max, seconds), the rule magrpo bench applies to every engine."""
-    lo, hi, seconds = warmup
+def runs(fn, rule):
+    """rule = (min, max, seconds): `min` calls, then more while fewer than `max` ran and less
+    than `seconds` passed (the rule magrpo bench applies to every engine)."""
+    lo, hi, seconds = rule
     start, done = time.perf_counter(), 0
     while done < hi and (done < lo or time.perf_counter() - start < seconds):
         fn()
         done += 1
+
+
+def timed(fn, reps, warmup=(1, 1, 0.0)):
+    """Wall and CPU seconds of each timed call (reps, a rule), after untimed warm-up calls."""
+    runs(fn, warmup)
     wall, cpu = [], []
-    for _ in range(reps):
+
+    def one():
         w0, c0 = time.perf_counter(), time.process_time()
         fn()
         wall.append(time.perf_counter() - w0)
         cpu.append(time.process_time() - c0)
+
+    runs(one, reps)
     return {"wall": wall, "cpu": cpu}
 
 
@@ -149,15 +157,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="GGUF file")
     ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", default="3", help="timed runs per batch: N, or min,max,seconds")
     ap.add_argument("--sample-batches", default="8,32")
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", default="1,1,0", help="untimed runs first, per batch: min,max,seconds")
     args = ap.parse_args()
-    lo, hi, seconds = args.warmup.split(",")
-    warmup = (int(lo), int(hi), float(seconds))
+    rule = lambda text: (int(text.split(",")[0]), int(text.split(",")[1]), float(text.split(",")[2]))  # noqa: E731
+    warmup = rule(args.warmup)
+    reps = rule(args.reps if "," in args.reps else f"{args.reps},{args.reps},0")
 
     L.llama_log_set(_log, ctypes.c_void_p(0))
     L.llama_backend_init()
@@ -171,7 +180,7 @@ def main():
     L.llama_model_desc(model, desc, len(desc))
     sample, contexts = {}, {}
     for b in args.sample_batches.split(","):
-        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, args.reps, warmup, rng)
+        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, reps, warmup, rng)
     out = {
         "llama_cpp_version": L.__version__,
         "params": L.llama_model_n_params(model),

@@ -188,21 +188,29 @@ def remove_lora(model):
         p.requires_grad_(True)
 
 
-def timed(fn, reps, warmup=(1, 1, 0.0)):
-    """Wall and CPU (all threads) seconds of each of `reps` calls, after untimed warm-up calls:
-    warmup = (min, max, seconds): `min` of them, then more while fewer than `max` ran and less
+def runs(fn, rule):
+    """rule = (min, max, seconds): `min` calls, then more while fewer than `max` ran and less
     than `seconds` passed (the rule magrpo bench applies to its own side)."""
-    lo, hi, seconds = warmup
+    lo, hi, seconds = rule
     start, done = time.perf_counter(), 0
     while done < hi and (done < lo or time.perf_counter() - start < seconds):
         fn()
         done += 1
+
+
+def timed(fn, reps, warmup=(1, 1, 0.0)):
+    """Wall and CPU (all threads) seconds of each timed call (reps, a rule), after untimed
+    warm-up calls (warmup, a rule)."""
+    runs(fn, warmup)
     wall, cpu = [], []
-    for _ in range(reps):
+
+    def one():
         w0, c0 = time.perf_counter(), time.process_time()
         fn()
         wall.append(time.perf_counter() - w0)
         cpu.append(time.process_time() - c0)
+
+    runs(one, reps)
     return {"wall": wall, "cpu": cpu}
 
 
@@ -265,7 +273,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True, help="HF config.json of the model, as a JSON string")
     ap.add_argument("--threads", type=int, required=True)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", default="3", help="timed calls per figure: N, or min,max,seconds")
     ap.add_argument("--train-batch", type=int, default=8)
     ap.add_argument("--train-seq", type=int, default=128)
     ap.add_argument("--train-warmup", default="2,5,5", help="untimed training steps first: min,max,seconds")
@@ -286,6 +294,7 @@ def main():
     vocab = cfg["vocab_size"]
     rss_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
     warmup = warmup_rule(args.train_warmup)
+    args.reps = warmup_rule(args.reps if "," in args.reps else f"{args.reps},{args.reps},0")
     out = {
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),

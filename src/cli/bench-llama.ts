@@ -15,7 +15,7 @@ import { Rng } from '../engine/rng.js';
 import { parseModelConfig } from '../model/config.js';
 import { exportModelGguf, ggufUnsupported } from '../model/gguf.js';
 import { createModel } from '../model/load.js';
-import { NEW_TOKENS, PROMPT_LEN, SAMPLE_BATCHES, SAMPLE_WARMUP, SIZES, type Timings } from './bench-models.js';
+import { NEW_TOKENS, PROMPT_LEN, type Repeats, repeatsArg, SAMPLE_BATCHES, SAMPLE_WARMUP, SIZES, type Timings } from './bench-models.js';
 import type { Peer, PeerVariant } from './bench-peers.js';
 
 export type Weights = 'f32' | 'f16';
@@ -74,7 +74,7 @@ export function writeSizeGguf(size: string, dir: string): { files: Record<Weight
 }
 
 /** The arguments of scripts/bench_llama.py for one GGUF file. */
-export function llamaArgs(script: string, file: string, threads: number, reps: number): string[] {
+export function llamaArgs(script: string, file: string, threads: number, reps: Repeats): string[] {
   return [
     script,
     '--model',
@@ -82,7 +82,7 @@ export function llamaArgs(script: string, file: string, threads: number, reps: n
     '--threads',
     String(threads),
     '--reps',
-    String(reps),
+    repeatsArg(reps),
     '--sample-batches',
     SAMPLE_BATCHES.join(','),
     '--prompt-len',
@@ -90,7 +90,7 @@ export function llamaArgs(script: string, file: string, threads: number, reps: n
     '--new-tokens',
     String(NEW_TOKENS),
     '--warmup',
-    `${SAMPLE_WARMUP.min},${SAMPLE_WARMUP.max},${SAMPLE_WARMUP.seconds}`,
+    repeatsArg(SAMPLE_WARMUP),
   ];
 }
 
@@ -113,7 +113,7 @@ export function sampleThroughput(reports: LlamaReport[]): SampleThroughput {
 
 interface LlamaBenchOptions {
   threads: number;
-  reps: number;
+  reps: Repeats;
   /** The peers' environment (their own OpenMP defaults); each variant adds its own. */
   env: NodeJS.ProcessEnv;
   log: (msg: string) => void;

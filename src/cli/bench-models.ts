@@ -215,22 +215,46 @@ export function flopsPerToken(hf: Record<string, unknown>): { train: number; tra
   return { train, train_lora: trainLora, sample: total / NEW_TOKENS };
 }
 
+/** How many calls: `min`, then more while fewer than `max` ran and less than `seconds` passed. */
+export interface Repeats {
+  min: number;
+  max: number;
+  seconds: number;
+}
+
 /**
- * Wall and CPU (all threads) seconds of each of `reps` calls, after untimed warm-up calls: `min`
- * of them, then more while fewer than `max` ran and less than `seconds` passed.
+ * Timed calls per figure in a full run, for every engine alike: at least 3, then more, up to 30,
+ * while less than 3 s of them ran. A 10m training step varies by ±10% from step to step on a
+ * 2-CPU VM, and 3 of them (× 2 rounds) moved its median by as much; the small sizes' cheap calls
+ * get 30, 124m (seconds per call) keeps 3.
  */
-export function timed(fn: () => void, reps: number, warmup = { min: 1, max: 1, seconds: 0 }): Timings {
+export const TIMED_REPEATS: Repeats = { min: 3, max: 30, seconds: 3 };
+
+/** --quick: one timed call per figure. */
+export const QUICK_REPEATS: Repeats = { min: 1, max: 1, seconds: 0 };
+
+/** "min,max,seconds", as the peers' scripts take it (--reps, --train-warmup, --sample-warmup). */
+export function repeatsArg(r: Repeats): string {
+  return `${r.min},${r.max},${r.seconds}`;
+}
+
+function runs(fn: () => void, r: Repeats, each?: () => void): void {
   const start = performance.now();
-  for (let i = 0; i < warmup.max && (i < warmup.min || performance.now() - start < warmup.seconds * 1000); i++) fn();
+  for (let i = 0; i < r.max && (i < r.min || performance.now() - start < r.seconds * 1000); i++) (each ?? fn)();
+}
+
+/** Wall and CPU (all threads) seconds of each timed call, after untimed warm-up calls. */
+export function timed(fn: () => void, reps: Repeats, warmup: Repeats = { min: 1, max: 1, seconds: 0 }): Timings {
+  runs(fn, warmup);
   const out: Timings = { wall: [], cpu: [] };
-  for (let i = 0; i < reps; i++) {
+  runs(fn, reps, () => {
     const w0 = performance.now();
     const c0 = process.cpuUsage();
     fn();
     const c = process.cpuUsage(c0);
     out.wall.push((performance.now() - w0) / 1000);
     out.cpu.push((c.user + c.system) / 1e6);
-  }
+  });
   return out;
 }
 
@@ -276,7 +300,7 @@ const rssMb = () => process.resourceUsage().maxRSS / 1024;
  * the size asks for it or `opts.lora`), then full fine-tuning, so the peak RSS after each phase
  * tells what sampling, LoRA and full fine-tuning need (RSS peaks only grow).
  */
-export function measureSize(size: string, reps: number, opts: { lora?: boolean } = {}): ChildReport {
+export function measureSize(size: string, reps: Repeats, opts: { lora?: boolean } = {}): ChildReport {
   const spec = SIZES[size];
   if (spec === undefined) throw new Error(`unknown size "${size}"`);
   setBackend('native');

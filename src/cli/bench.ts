@@ -33,9 +33,13 @@ import {
   measureSize,
   NEW_TOKENS,
   PROMPT_LEN,
+  QUICK_REPEATS,
+  type Repeats,
+  repeatsArg,
   SAMPLE_BATCHES,
   SAMPLE_WARMUP,
   SIZES,
+  TIMED_REPEATS,
   type Timings,
   TRAIN_BATCH,
   TRAIN_SEQ,
@@ -126,7 +130,7 @@ Examples:
     .action((flags: BenchFlags) => {
       if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
       if (flags.worker !== undefined) {
-        process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? 1 : 3, { lora: flags.lora }))}\n`);
+        process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? QUICK_REPEATS : TIMED_REPEATS, { lora: flags.lora }))}\n`);
         return;
       }
       runBench(flags);
@@ -153,7 +157,7 @@ export function machineClass(d: DoctorReport): string {
 function runBench(flags: BenchFlags): void {
   const sizes = flags.sizes.split(',').map((s) => s.trim().toLowerCase());
   for (const s of sizes) if (!(s in SIZES)) throw new Error(`--sizes: unknown size "${s}", expected some of ${Object.keys(SIZES).join(', ')}`);
-  const reps = flags.quick ? 1 : 3;
+  const reps = flags.quick ? QUICK_REPEATS : TIMED_REPEATS;
   const rounds = flags.quick ? 1 : ROUNDS;
   const threads = flags.threads;
   const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
@@ -166,8 +170,8 @@ function runBench(flags: BenchFlags): void {
   const be = backend();
   const matmul: Record<string, Record<string, number>> = {};
   for (const [M, K, N] of MATMUL_SHAPES) {
-    const one = measureSgemm(be, M, K, N, 1, 2 * reps + 1);
-    const all = threads === 1 ? one : measureSgemm(be, M, K, N, threads, 2 * reps + 1);
+    const one = measureSgemm(be, M, K, N, 1, 2 * reps.min + 1);
+    const all = threads === 1 ? one : measureSgemm(be, M, K, N, threads, 2 * reps.min + 1);
     matmul[one.shape] = { 1: one.gflops, [threads]: all.gflops };
   }
   be.setNumThreads(threads);
@@ -209,12 +213,11 @@ function runBench(flags: BenchFlags): void {
   };
   const peer = (size: string, p: Peer, variant: Peer['variants'][number]) => {
     log(`${size}: ${p.name}, ${variant.label}`);
-    const args = [torchScript, '--config', JSON.stringify(SIZES[size].hf), '--threads', String(threads), '--reps', String(reps)];
+    const args = [torchScript, '--config', JSON.stringify(SIZES[size].hf), '--threads', String(threads), '--reps', repeatsArg(reps)];
     args.push('--train-batch', String(SIZES[size].trainBatch ?? TRAIN_BATCH), '--train-seq', String(TRAIN_SEQ), '--sample-batches', SAMPLE_BATCHES.join(','));
     if (SIZES[size].lora || flags.lora) args.push('--lora-rank', String(LORA_RANK), '--lora-alpha', String(LORA_ALPHA));
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
-    args.push('--train-warmup', `${TRAIN_WARMUP.min},${TRAIN_WARMUP.max},${TRAIN_WARMUP.seconds}`);
-    args.push('--sample-warmup', `${SAMPLE_WARMUP.min},${SAMPLE_WARMUP.max},${SAMPLE_WARMUP.seconds}`);
+    args.push('--train-warmup', repeatsArg(TRAIN_WARMUP), '--sample-warmup', repeatsArg(SAMPLE_WARMUP));
     // Where we time precision: bf16 on bf16 hardware, PyTorch gets its own mixed precision too.
     if (doctor.backend.bf16 === 'avx512-bf16') args.push('--bf16');
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
@@ -239,7 +242,8 @@ function runBench(flags: BenchFlags): void {
     },
     threads,
     rounds,
-    reps,
+    reps: reps.min,
+    repeats: reps,
     load_average: { before: loadBefore, after: loadavg() },
     doctor,
     matmul_gflops: matmul,
@@ -308,6 +312,8 @@ type BenchOutput = {
   threads: number;
   rounds: number;
   reps: number;
+  /** Timed calls per figure and round (absent in results recorded before 2026-11-27 18:20: reps each). */
+  repeats?: Repeats;
   load_average: { before: number[]; after: number[] };
   doctor: DoctorReport;
   matmul_gflops: Record<string, Record<string, number>>;
@@ -334,7 +340,7 @@ function printTables(out: BenchOutput, peers: Peer[], torch: boolean): void {
   const { threads, doctor } = out;
   const ceiling = doctor.peakPerCore.gflops;
   p(
-    `load average (1/5/15 min): ${fmtLoad(out.load_average.before)} before, ${fmtLoad(out.load_average.after)} after; medians of ${out.rounds} round(s) × ${out.reps} run(s)`,
+    `load average (1/5/15 min): ${fmtLoad(out.load_average.before)} before, ${fmtLoad(out.load_average.after)} after; medians of ${out.rounds} round(s) × ${runsText(out)}`,
   );
   p('');
   const mw = [14, 14, 10, 14, 10];
@@ -547,6 +553,12 @@ export function bestOf(variants: Record<string, Throughput>): PeerThroughput {
     out.sample_tokens_per_cpu_s[b] = t.sample_tokens_per_cpu_s[b];
   }
   return out;
+}
+
+/** How many timed runs each figure has per round. */
+function runsText(out: { reps: number; repeats?: Repeats }): string {
+  const r = out.repeats;
+  return r === undefined || r.max === r.min ? `${out.reps} run(s)` : `${r.min}-${r.max} runs (more while under ${r.seconds} s)`;
 }
 
 function median(xs: number[]): number {

@@ -120,7 +120,7 @@ describe('bench models as GGUF', () => {
   it('scripts/bench_llama.py prints one JSON report with positive timings per batch', { skip }, () => {
     const files = written();
     // The bench's arguments, on 2 and 3 sequences of 4 new tokens.
-    const args = llamaArgs(script, files.f16, 1, 2);
+    const args = llamaArgs(script, files.f16, 1, { min: 2, max: 2, seconds: 0 });
     args[args.indexOf('--sample-batches') + 1] = '2,3';
     args[args.indexOf('--new-tokens') + 1] = '4';
     const r = spawnSync(llamaPython as string, args, { encoding: 'utf8', timeout: 300_000 });

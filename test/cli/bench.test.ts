@@ -18,8 +18,11 @@ import {
   forwardFlops,
   LORA_RANK,
   loraParams,
+  repeatsArg,
   SIZES,
+  TIMED_REPEATS,
   TRAIN_SEQ,
+  timed,
   trainStep,
 } from '../../src/cli/bench-models.js';
 import { findPeers, pypiCandidates } from '../../src/cli/bench-peers.js';
@@ -187,6 +190,25 @@ describe('bench peers', () => {
     assert.equal(list[0], process.execPath);
     assert.equal(list.at(-1), 'python3');
     assert.ok(!pypiCandidates(root, { MAGRPO_TORCH_PYTHON: '/nonexistent/python' }).includes('/nonexistent/python'));
+  });
+});
+
+describe('timed calls', () => {
+  it('runs the warm-up rule untimed, then at least min timed calls, more up to max while under the seconds', () => {
+    let calls = 0;
+    const fn = () => {
+      calls++;
+    };
+    const t = timed(fn, { min: 3, max: 30, seconds: 0 }, { min: 2, max: 2, seconds: 0 });
+    assert.equal(calls, 5);
+    assert.equal(t.wall.length, 3);
+    assert.equal(t.cpu.length, 3);
+    calls = 0;
+    // A generous time budget: max bounds both.
+    const long = timed(fn, { min: 3, max: 7, seconds: 3600 }, { min: 1, max: 4, seconds: 3600 });
+    assert.equal(calls, 11);
+    assert.equal(long.wall.length, 7);
+    assert.equal(repeatsArg(TIMED_REPEATS), `${TIMED_REPEATS.min},${TIMED_REPEATS.max},${TIMED_REPEATS.seconds}`);
   });
 });
 
