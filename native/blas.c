@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "magrpo.h"
 
@@ -128,6 +129,26 @@ const char *blas_init(void) {
  * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
 static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
+/* Rows a row split must fall on for the halves to be bit for bit the whole product, by OpenBLAS
+ * core (0: never split). Found by cutting products at every multiple of 8 rows and comparing with
+ * the whole (OpenBLAS 0.3.21, cores forced with OPENBLAS_CORETYPE on an AMD Zen 5): Haswell and Zen
+ * (the same kernels) are exact at multiples of 24 only; Sandybridge at multiples of 16; SkylakeX
+ * and Cooperlake at any multiple of 8. A core not checked that way keeps its products whole. */
+int64_t split_row_align(void) {
+  static int64_t align = -1;
+  int64_t known_rows = __atomic_load_n(&align, __ATOMIC_RELAXED);
+  if (known_rows >= 0) return known_rows;
+  static const struct {
+    const char *core;
+    int64_t rows;
+  } known[] = {{"haswell", 24}, {"zen", 24}, {"sandybridge", 16}, {"skylakex", 16}, {"cooperlake", 16}, {"sapphirerapids", 16}};
+  int64_t rows = 0;
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcasecmp(g_corename, known[i].core) == 0) rows = known[i].rows;
+  __atomic_store_n(&align, rows, __ATOMIC_RELAXED);
+  return rows;
+}
+
 /* gemm_pair and gemm_split_rows pair work up only with exactly two threads, outside any pool job:
  * with more, each product's own threading serves better than two threads of many idling. */
 static bool two_free_threads(void) { return threads() == 2 && team_size() == 1; }
@@ -176,17 +197,21 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
  * threads / split): x · Wᵀ with 128 columns and K = 128 149 / 199, 64 columns 118 / 194, 352
  * columns 190 / 201; dY · W (K = 352) 105 / 199; dWᵀ = dYᵀ · X (1,024 rows summed) 352 × 128 103
  * / 198, 768 × 768 175 / 203; ties at 124m sizes. Splitting columns lost, and so did few rows with
- * many columns (64 × 2048: 125 / 111, 64 × 8192: 147 / 109): hence the shape rule below. Halves
- * are cut at a multiple of 16 rows (the AVX-512 micro-kernel's height). OpenBLAS never cuts along
- * K, so the halves are bit for bit the whole, unless a half is small enough for OpenBLAS's
- * small-matrix kernels (SkylakeX and later cores, up to 100^3 multiply-adds), which sum in another
- * order: such products stay whole. */
+ * many columns (64 × 2048: 125 / 111, 64 × 8192: 147 / 109): hence the shape rule below.
+ *
+ * The halves must be bit for bit the whole, so that two threads write what one writes. OpenBLAS
+ * never cuts along K, but the rows a core's kernels leave over at the bottom of a product are
+ * summed in another order than full tiles: the cut must fall on a multiple of split_row_align()
+ * rows, so that each half's tiles are the whole's. And a half small enough for OpenBLAS's
+ * small-matrix kernels (SkylakeX and later, up to 100^3 multiply-adds) sums in another order too:
+ * such products stay whole. */
 bool gemm_split_rows(const GemmPairCall *c) {
-  int64_t M = c->M, N = c->N;
-  if (!two_free_threads() || g_ob.sgemm == NULL || !blas_single_thread_ok()) return false;
+  int64_t M = c->M, N = c->N, align = split_row_align();
+  if (!two_free_threads() || g_ob.sgemm == NULL || !blas_single_thread_ok() || align == 0) return false;
   if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M) return false;
-  int64_t h = (M + 31) / 32 * 16; /* the top half; the bottom one has M - h <= h rows */
-  if ((double)(M - h) * N * c->K <= SPLIT_MIN_HALF_MACS) return false;
+  int64_t h = (M / 2 + align / 2) / align * align; /* the top half: the multiple of align nearest M / 2 */
+  if (h <= 0 || h >= M) return false;
+  if ((double)(h < M - h ? h : M - h) * N * c->K <= SPLIT_MIN_HALF_MACS) return false;
   GemmPairCall top = *c, bottom = *c;
   top.M = h;
   bottom.M = M - h;

@@ -181,7 +181,7 @@ describe('llama.cpp as a bench peer', () => {
     const runs: string[][] = [];
     const llama = LlamaBench.create([peer], root, {
       threads: 2,
-      reps: 1,
+      reps: { min: 1, max: 1, seconds: 0 },
       env: {},
       log: () => {},
       run: (_cmd, args, env) => {
