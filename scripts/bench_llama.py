@@ -27,10 +27,10 @@ import argparse
 import ctypes
 import json
 import resource
-import time
 
 import llama_cpp as L
 import numpy as np
+from bench_timing import rule, timed
 
 GGML_LOG_LEVEL_ERROR = 4
 
@@ -42,31 +42,6 @@ def _log(level, text, _user):
         import sys
 
         sys.stderr.write(text.decode("utf-8", "replace"))
-
-
-def runs(fn, rule):
-    """rule = (min, max, seconds): `min` calls, then more while fewer than `max` ran and less
-    than `seconds` passed (the rule magrpo bench applies to every engine)."""
-    lo, hi, seconds = rule
-    start, done = time.perf_counter(), 0
-    while done < hi and (done < lo or time.perf_counter() - start < seconds):
-        fn()
-        done += 1
-
-
-def timed(fn, reps, warmup=(1, 1, 0.0)):
-    """Wall and CPU seconds of each timed call (reps, a rule), after untimed warm-up calls."""
-    runs(fn, warmup)
-    wall, cpu = [], []
-
-    def one():
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - w0)
-        cpu.append(time.process_time() - c0)
-
-    runs(one, reps)
-    return {"wall": wall, "cpu": cpu}
 
 
 def make_context(model, batch, prompt_len, new_tokens, threads):
@@ -164,9 +139,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", default="1,1,0", help="untimed runs first, per batch: min,max,seconds")
     args = ap.parse_args()
-    rule = lambda text: (int(text.split(",")[0]), int(text.split(",")[1]), float(text.split(",")[2]))  # noqa: E731
     warmup = rule(args.warmup)
-    reps = rule(args.reps if "," in args.reps else f"{args.reps},{args.reps},0")
+    reps = rule(args.reps)
 
     L.llama_log_set(_log, ctypes.c_void_p(0))
     L.llama_backend_init()

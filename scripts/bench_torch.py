@@ -27,10 +27,10 @@ import json
 import math
 import os
 import resource
-import time
 
 import torch
 import torch.nn.functional as F
+from bench_timing import rule, timed
 
 
 class Cache:
@@ -188,32 +188,6 @@ def remove_lora(model):
         p.requires_grad_(True)
 
 
-def runs(fn, rule):
-    """rule = (min, max, seconds): `min` calls, then more while fewer than `max` ran and less
-    than `seconds` passed (the rule magrpo bench applies to its own side)."""
-    lo, hi, seconds = rule
-    start, done = time.perf_counter(), 0
-    while done < hi and (done < lo or time.perf_counter() - start < seconds):
-        fn()
-        done += 1
-
-
-def timed(fn, reps, warmup=(1, 1, 0.0)):
-    """Wall and CPU (all threads) seconds of each timed call (reps, a rule), after untimed
-    warm-up calls (warmup, a rule)."""
-    runs(fn, warmup)
-    wall, cpu = [], []
-
-    def one():
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - w0)
-        cpu.append(time.process_time() - c0)
-
-    runs(one, reps)
-    return {"wall": wall, "cpu": cpu}
-
-
 def bench_train(model, params, vocab, batch, seq, reps, warmup, gen, bf16=False):
     """bf16: the forward (and so its products' backward) under torch.autocast("cpu", bfloat16),
     PyTorch's mixed precision on a CPU: fp32 weights, gradients and AdamW, as magrpo's
@@ -247,11 +221,6 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, reps, warmup, gen)
             ids = tok
 
     return timed(run, reps, warmup)
-
-
-def warmup_rule(text):
-    lo, hi, seconds = text.split(",")
-    return int(lo), int(hi), float(seconds)
 
 
 def settings():
@@ -293,8 +262,8 @@ def main():
     model = build(cfg)
     vocab = cfg["vocab_size"]
     rss_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
-    warmup = warmup_rule(args.train_warmup)
-    args.reps = warmup_rule(args.reps if "," in args.reps else f"{args.reps},{args.reps},0")
+    warmup = rule(args.train_warmup)
+    args.reps = rule(args.reps)
     out = {
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -302,7 +271,7 @@ def main():
         "params": sum(p.numel() for p in model.parameters()),
         "train_batch": args.train_batch,
         "sample": {
-            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, warmup_rule(args.sample_warmup), gen) for b in args.sample_batches.split(",")
+            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, rule(args.sample_warmup), gen) for b in args.sample_batches.split(",")
         },
         "rss_mb": {},
     }
