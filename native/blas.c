@@ -32,6 +32,24 @@ static struct {
 } g_ob;
 
 static char g_path[PATH_MAX], g_corename[64], g_config[256], g_why[512];
+
+/* Rows a row split (gemm_split_rows) must fall on for the halves to be bit for bit the whole
+ * product, by OpenBLAS core (0: never split). Found by cutting products at every multiple of 8
+ * rows and comparing with the whole (OpenBLAS 0.3.21, cores forced with OPENBLAS_CORETYPE on an
+ * AMD Zen 5): Haswell and Zen (the same kernels) are exact at multiples of 24 only; Sandybridge at
+ * multiples of 16; SkylakeX and Cooperlake at any multiple of 8. A core not checked that way keeps
+ * its products whole. */
+static int64_t g_split_align;
+
+static int64_t split_row_align(const char *core) {
+  static const struct {
+    const char *core;
+    int64_t rows;
+  } known[] = {{"haswell", 24}, {"zen", 24}, {"sandybridge", 16}, {"skylakex", 16}, {"cooperlake", 16}, {"sapphirerapids", 16}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcasecmp(core, known[i].core) == 0) return known[i].rows;
+  return 0;
+}
 static BlasInfo g_info = {false, "", "", "", ""};
 
 const BlasInfo *blas_info(void) { return &g_info; }
@@ -77,6 +95,7 @@ static bool try_open(const char *name, char *err, size_t cap) {
   }
   for (char *s = g_config + strlen(g_config); s > g_config && s[-1] == ' '; *--s = '\0') {
   }
+  g_split_align = split_row_align(g_corename);
   g_info = (BlasInfo){true, g_path, g_corename, g_config, g_why};
   return true;
 }
@@ -129,25 +148,6 @@ const char *blas_init(void) {
  * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
 static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
-/* Rows a row split must fall on for the halves to be bit for bit the whole product, by OpenBLAS
- * core (0: never split). Found by cutting products at every multiple of 8 rows and comparing with
- * the whole (OpenBLAS 0.3.21, cores forced with OPENBLAS_CORETYPE on an AMD Zen 5): Haswell and Zen
- * (the same kernels) are exact at multiples of 24 only; Sandybridge at multiples of 16; SkylakeX
- * and Cooperlake at any multiple of 8. A core not checked that way keeps its products whole. */
-int64_t split_row_align(void) {
-  static int64_t align = -1;
-  int64_t known_rows = __atomic_load_n(&align, __ATOMIC_RELAXED);
-  if (known_rows >= 0) return known_rows;
-  static const struct {
-    const char *core;
-    int64_t rows;
-  } known[] = {{"haswell", 24}, {"zen", 24}, {"sandybridge", 16}, {"skylakex", 16}, {"cooperlake", 16}, {"sapphirerapids", 16}};
-  int64_t rows = 0;
-  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-    if (strcasecmp(g_corename, known[i].core) == 0) rows = known[i].rows;
-  __atomic_store_n(&align, rows, __ATOMIC_RELAXED);
-  return rows;
-}
 
 /* gemm_pair and gemm_split_rows pair work up only with exactly two threads, outside any pool job:
  * with more, each product's own threading serves better than two threads of many idling. */
@@ -206,11 +206,11 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
  * small-matrix kernels (SkylakeX and later, up to 100^3 multiply-adds) sums in another order too:
  * such products stay whole. */
 bool gemm_split_rows(const GemmPairCall *c) {
-  int64_t M = c->M, N = c->N, align = split_row_align();
+  int64_t M = c->M, N = c->N, align = g_split_align;
   if (!two_free_threads() || g_ob.sgemm == NULL || !blas_single_thread_ok() || align == 0) return false;
   if (M < SPLIT_MIN_ROWS || N > SPLIT_MAX_COLS_PER_ROW * M) return false;
   int64_t h = (M / 2 + align / 2) / align * align; /* the top half: the multiple of align nearest M / 2 */
-  if (h <= 0 || h >= M) return false;
+  /* (an empty half fails this too) */
   if ((double)(h < M - h ? h : M - h) * N * c->K <= SPLIT_MIN_HALF_MACS) return false;
   GemmPairCall top = *c, bottom = *c;
   top.M = h;

@@ -220,7 +220,6 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b);
 #define SPLIT_MAX_COLS_PER_ROW 8
 #define SPLIT_MIN_HALF_MACS 1e6
 bool gemm_split_rows(const GemmPairCall *c);
-int64_t split_row_align(void);
 
 /* C = alpha · op(A) · op(B) + beta · C, row-major, sizes and leading dimensions < 2^31: the
  * few-rows kernel where it wins, else blas_sgemm. */

@@ -238,23 +238,23 @@ export function repeatsArg(r: Repeats): string {
   return `${r.min},${r.max},${r.seconds}`;
 }
 
-function runs(fn: () => void, r: Repeats, each?: () => void): void {
+function runs(call: () => void, r: Repeats): void {
   const start = performance.now();
-  for (let i = 0; i < r.max && (i < r.min || performance.now() - start < r.seconds * 1000); i++) (each ?? fn)();
+  for (let i = 0; i < r.max && (i < r.min || performance.now() - start < r.seconds * 1000); i++) call();
 }
 
 /** Wall and CPU (all threads) seconds of each timed call, after untimed warm-up calls. */
 export function timed(fn: () => void, reps: Repeats, warmup: Repeats = { min: 1, max: 1, seconds: 0 }): Timings {
   runs(fn, warmup);
   const out: Timings = { wall: [], cpu: [] };
-  runs(fn, reps, () => {
+  runs(() => {
     const w0 = performance.now();
     const c0 = process.cpuUsage();
     fn();
     const c = process.cpuUsage(c0);
     out.wall.push((performance.now() - w0) / 1000);
     out.cpu.push((c.user + c.system) / 1e6);
-  });
+  }, reps);
   return out;
 }
 
