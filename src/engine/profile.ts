@@ -1,5 +1,5 @@
 /**
- * MAGRPO_DEBUG=2: per-kernel timings. `profiled(be)` wraps every kernel of a backend with a clock
+ * MAGRPO_DEBUG=2: per-kernel timings; 3 adds a table of gemm time by shape. `profiled(be)` wraps every kernel of a backend with a clock
  * and a counter; at process exit a table goes to stderr: calls, total ms, share of the process's
  * wall time, and GFLOP/s for gemm. Wall time not covered by kernels is the framework's overhead
  * (JS ops, allocation, GC). Off by default: the unwrapped backend is used and nothing is timed.
@@ -13,6 +13,23 @@ interface Stat {
 }
 
 const stats = new Map<string, Stat>();
+/** MAGRPO_DEBUG=3: gemm and gemmPair time by shape ("N" / "T" per operand, M×N×K). */
+const shapes = new Map<string, Stat>();
+const byShape = Number(process.env.MAGRPO_DEBUG ?? 0) >= 3;
+
+/** Floating-point operations of a matrix-product kernel call (0 for other kernels). */
+function flopsOf(k: string, args: unknown[]): number {
+  const n = (i: number) => args[i] as number;
+  if (k === 'gemm') return 2 * n(2) * n(3) * n(4);
+  if (k === 'gemmPair') return 2 * (n(2) * n(3) * n(4) + n(18) * n(19) * n(20));
+  if (k === 'gemmPrepacked') return 2 * n(0) * n(1) * n(2);
+  return 0;
+}
+
+/** "NT 1024×384×128" for gemm arguments starting at `i` (transA, transB, M, N, K, ...). */
+function shapeOf(args: unknown[], i: number): string {
+  return `${args[i] ? 'T' : 'N'}${args[i + 1] ? 'T' : 'N'} ${args[i + 2]}×${args[i + 3]}×${args[i + 4]}`;
+}
 const t0 = performance.now();
 let reported = false;
 
@@ -26,13 +43,19 @@ export function profiled(be: Backend): Backend {
     wrapped[k] = (...args: unknown[]) => {
       const start = performance.now();
       const r = fn.apply(be, args);
-      stat.ms += performance.now() - start;
+      const ms = performance.now() - start;
+      stat.ms += ms;
       stat.calls++;
-      if (k === 'gemm') stat.flops += 2 * (args[2] as number) * (args[3] as number) * (args[4] as number);
-      if (k === 'gemmPair')
-        stat.flops +=
-          2 * ((args[2] as number) * (args[3] as number) * (args[4] as number) + (args[18] as number) * (args[19] as number) * (args[20] as number));
-      if (k === 'gemmPrepacked') stat.flops += 2 * (args[0] as number) * (args[1] as number) * (args[2] as number);
+      const flops = flopsOf(k, args);
+      stat.flops += flops;
+      if (byShape && (k === 'gemm' || k === 'gemmPair')) {
+        const key = k === 'gemm' ? shapeOf(args, 0) : `${shapeOf(args, 0)} + ${shapeOf(args, 16)}`;
+        const sh = shapes.get(key) ?? { calls: 0, ms: 0, flops: 0 };
+        shapes.set(key, sh);
+        sh.calls++;
+        sh.ms += ms;
+        sh.flops += flops;
+      }
       return r;
     };
   }
@@ -58,5 +81,11 @@ function report(): void {
     );
   }
   lines.push(`  ${'(all kernels)'.padEnd(26)} ${''.padStart(8)} ${kernelMs.toFixed(1).padStart(9)} ${((100 * kernelMs) / wall).toFixed(1).padStart(7)}%`);
+  if (shapes.size > 0) {
+    lines.push('  gemm shapes (op(A) op(B) M×N×K)                 calls        ms  GFLOP/s');
+    for (const [key, s] of [...shapes.entries()].sort((a, b) => b[1].ms - a[1].ms)) {
+      lines.push(`  ${key.padEnd(46)} ${String(s.calls).padStart(6)} ${s.ms.toFixed(1).padStart(9)}  ${(s.flops / s.ms / 1e6).toFixed(1).padStart(7)}`);
+    }
+  }
   process.stderr.write(`${lines.join('\n')}\n`);
 }

@@ -28,7 +28,7 @@ describe('per-kernel timings', () => {
     assert.ok(Math.abs(P[0] + P[1] - 1) < 1e-6);
   });
 
-  it('prints a table of the kernels a process called when MAGRPO_DEBUG=2', () => {
+  it('prints a table of the kernels a process called when MAGRPO_DEBUG=2, and of gemm shapes at 3', () => {
     const script = join(tmp, 'run.ts');
     const runtime = fileURLToPath(new URL('../../src/engine/runtime.ts', import.meta.url));
     writeFileSync(
@@ -44,6 +44,11 @@ describe('per-kernel timings', () => {
     assert.equal(on.status, 0, on.stderr);
     assert.match(on.stderr, /kernel timings \(MAGRPO_DEBUG=2\)/);
     assert.match(on.stderr, /^ {2}gemm +1 /m);
+    assert.doesNotMatch(on.stderr, /gemm shapes/);
     assert.doesNotMatch(run('1').stderr, /kernel timings/);
+    const shapes = run('3');
+    assert.equal(shapes.status, 0, shapes.stderr);
+    assert.match(shapes.stderr, /gemm shapes/);
+    assert.match(shapes.stderr, /^ {2}NN 2×2×2 +1 /m);
   });
 });
