@@ -10,7 +10,27 @@
  * softmax, softmaxBackward
  * ------------------------------------------------------------------------------------------- */
 
-/* Rows [lo, hi) of x into out (which may be x); also the softmax of attention's scores. */
+/* Rows [lo, hi) of x into out (which may be x); also the softmax of attention's scores.
+ *
+ * A causal row sees `lim` columns, a different count on every row: its loops run over `lim` rounded
+ * up to whole vectors (SOFTMAX_VEC floats), the columns past `lim` masked to -inf, so that no row
+ * ends in a scalar remainder loop (at T = 128 those remainders took half of attention's forward).
+ * The masked columns may hold anything (attention's score product writes only the block's visible
+ * columns): they are read only through the select. Sums run in float across vector lanes. */
+#define SOFTMAX_VEC 16
+
+/* The max and the sum of SOFTMAX_VEC lanes, halving: vector code where the target has it (GCC's
+ * own epilogue for a reduction goes through memory, one lane after another). */
+INLINE float lanes_max(float *lane) {
+  for (int w = SOFTMAX_VEC / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; l++) lane[l] = lane[l + w] > lane[l] ? lane[l + w] : lane[l];
+  return lane[0];
+}
+INLINE float lanes_sum(float *lane) {
+  for (int w = SOFTMAX_VEC / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+  return lane[0];
+}
 INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const float *x, float *out) {
   int64_t cols = sp->cols;
   const uint8_t *km = sp->km;
@@ -23,37 +43,45 @@ INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const f
       int64_t last = sp->rowPos0 + r; /* the last visible column */
       lim = last < 0 ? 0 : (last + 1 < cols ? last + 1 : cols);
     }
+    int64_t span = (lim + SOFTMAX_VEC - 1) / SOFTMAX_VEC * SOFTMAX_VEC;
+    if (span > cols) span = cols;
+    int64_t whole = span / SOFTMAX_VEC * SOFTMAX_VEC; /* < span only where cols is not whole vectors */
     /* Pass 1: scaled logits, -inf where masked; the exp below turns those into exact zeros. */
-    float m = -INFINITY;
-    if (km) {
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < lim; j++) {
-        float v = km[j] ? xr[j] * scale : -INFINITY;
+    float lane[SOFTMAX_VEC];
+    for (int l = 0; l < SOFTMAX_VEC; l++) lane[l] = -INFINITY;
+    for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
+      for (int l = 0; l < SOFTMAX_VEC; l++) {
+        int64_t j = j0 + l;
+        float v = j < lim && (!km || km[j]) ? xr[j] * scale : -INFINITY;
         o[j] = v;
-        m = v > m ? v : m;
+        lane[l] = v > lane[l] ? v : lane[l];
       }
-    } else {
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < lim; j++) {
-        float v = xr[j] * scale;
-        o[j] = v;
-        m = v > m ? v : m;
-      }
+    for (int64_t j = whole; j < span; j++) {
+      float v = j < lim && (!km || km[j]) ? xr[j] * scale : -INFINITY;
+      o[j] = v;
+      lane[0] = v > lane[0] ? v : lane[0];
     }
-    for (int64_t j = lim; j < cols; j++) o[j] = 0.0f;
+    float m = lanes_max(lane);
+    for (int64_t j = span; j < cols; j++) o[j] = 0.0f;
     if (m == -INFINITY) { /* nothing visible (or only -inf logits): an all-zero row */
-      for (int64_t j = 0; j < lim; j++) o[j] = 0.0f;
+      for (int64_t j = 0; j < span; j++) o[j] = 0.0f;
       continue;
     }
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t j = 0; j < lim; j++) {
+    for (int l = 0; l < SOFTMAX_VEC; l++) lane[l] = 0.0f;
+    for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
+      for (int l = 0; l < SOFTMAX_VEC; l++) {
+        float e = fast_expf(o[j0 + l] - m);
+        o[j0 + l] = e;
+        lane[l] += e;
+      }
+    for (int64_t j = whole; j < span; j++) {
       float e = fast_expf(o[j] - m);
       o[j] = e;
-      s += e;
+      lane[0] += e;
     }
-    float inv = (float)(1.0 / s);
-    for (int64_t j = 0; j < lim; j++) o[j] *= inv;
+    float inv = 1.0f / lanes_sum(lane);
+#pragma omp simd
+    for (int64_t j = 0; j < span; j++) o[j] *= inv;
   }
 }
 

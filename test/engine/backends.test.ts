@@ -346,6 +346,11 @@ describe('native backend matches the reference', () => {
       const tol = { rtol: 1e-4, atol: 1e-5 };
       const label = `T${T} S${S} past=${pastLen}`;
       compare('attention', [B, T, S, Smax, H, Hkv, D, q, k, v, P.slice(), out.slice(), null, true, pastLen, 0.3], [10, 11], tol, label);
+      // P as a reused buffer hands it over (NaN): the rows' vector-rounded softmax must not read it
+      const [stale, staleOut] = [P.slice().fill(Number.NaN), out.slice().fill(Number.NaN)];
+      compare('attention', [B, T, S, Smax, H, Hkv, D, q, k, v, stale.slice(), staleOut.slice(), null, true, pastLen, 0.3], [10, 11], tol, `${label} stale P`);
+      nat.attention(B, T, S, Smax, H, Hkv, D, q, k, v, stale, staleOut, null, true, pastLen, 0.3);
+      assert.ok(stale.every(Number.isFinite) && staleOut.every(Number.isFinite), `${label}: a stale value leaked into P or the output`);
       ref.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, null, true, pastLen, 0.3);
       const grads = [u(B * T * H * D), u(B * Smax * Hkv * D), u(B * Smax * Hkv * D)];
       compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, u(B * T * H * D), 0.3, ...grads], [13, 14, 15], tol, label);
