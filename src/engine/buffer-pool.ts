@@ -14,12 +14,16 @@
  * sequence lengths that vary from batch to batch still find a buffer.
  *
  * The contract: once `backward` returns, the activations of that graph are gone, as if PyTorch
- * freed its saved tensors. Read what you need (log-probs for metrics, ...) before backward. A
- * released buffer is detached from every view of it (its ArrayBuffer is transferred into the
- * pool), so a late read sees an empty array and native kernels refuse it, rather than reading
- * numbers of another tensor. Buffers that did not come from the pool (parameters, optimizer
- * state, tensors made outside the scope) are never touched. The pool is emptied when the
- * owner clears it (BufferPool.clear), or when `reusingBuffers` returns.
+ * freed its saved tensors. Read what you need (log-probs for metrics, ...) before backward. Every
+ * tensor of the graph whose buffer went back is emptied (Tensor.release): a late read through it
+ * sees an empty array, `item()` and `toArray()` say why, and native kernels refuse it, rather
+ * than reading numbers of another tensor. A typed array taken from `tensor.data` before backward
+ * is not emptied: it shares memory with whatever the pool hands out next. (Detaching the buffer,
+ * by transferring it into the pool, would catch that too, but V8 counts every transfer as new
+ * external memory and answered with two scavenges per 1m bench step, 4% of its time.) Buffers
+ * that did not come from the pool (parameters, optimizer state, tensors made outside the scope)
+ * are never touched. The pool is emptied when the owner clears it (BufferPool.clear), or when
+ * `reusingBuffers` returns.
  */
 
 /** Passes a free buffer may wait for a taker before the pool drops it. */
@@ -83,20 +87,20 @@ export class BufferPool {
    * the last MAX_IDLE_PASSES (sizes of sequence lengths that no longer occur), so the pool stays
    * about one pass's activations.
    */
-  recycle(bufs: Iterable<Float32Array | Float64Array>): void {
+  recycle(bufs: Iterable<Float32Array | Float64Array>): Set<ArrayBufferLike> {
     this.pass++;
+    const back = new Set<ArrayBufferLike>();
     for (const buf of bufs) {
       if (!(buf instanceof Float32Array)) continue;
       const ab = buf.buffer as ArrayBuffer;
       if (!handedOut.has(ab)) continue; // not a pool's, or given back already (a view shared by two tensors)
       handedOut.delete(ab);
-      // Transferring detaches `ab` and every typed array over it; the pool keeps the moved memory.
-      const moved = structuredClone(ab, { transfer: [ab] });
-      const list = this.free.get(moved.byteLength);
-      const entry = { buffer: moved, pass: this.pass };
+      back.add(ab);
+      const list = this.free.get(ab.byteLength);
+      const entry = { buffer: ab, pass: this.pass };
       if (list) list.push(entry);
-      else this.free.set(moved.byteLength, [entry]);
-      this.freeBytes += moved.byteLength;
+      else this.free.set(ab.byteLength, [entry]);
+      this.freeBytes += ab.byteLength;
     }
     for (const [bytes, list] of this.free) {
       const kept = list.filter((e) => this.pass - e.pass <= MAX_IDLE_PASSES);
@@ -104,6 +108,7 @@ export class BufferPool {
       if (kept.length === 0) this.free.delete(bytes);
       else if (kept.length < list.length) this.free.set(bytes, kept);
     }
+    return back;
   }
 }
 
@@ -139,9 +144,10 @@ export function takeFloat32(n: number, zero = true): Float32Array | null {
 
 /**
  * Gives the buffers of a finished backward pass to the active pool; those no pool handed out
- * (parameters, optimizer state, tensors made outside a pool) are left alone. Every view of a
- * buffer taken back is detached (length 0) from then on. No-op without an active pool.
+ * (parameters, optimizer state, tensors made outside a pool) are left alone. Returns the buffers
+ * taken back, whose tensors the caller must release (Tensor.release). Without an active pool
+ * nothing is taken back.
  */
-export function recycle(bufs: Iterable<Float32Array | Float64Array>): void {
-  active?.recycle(bufs);
+export function recycle(bufs: Iterable<Float32Array | Float64Array>): ReadonlySet<ArrayBufferLike> {
+  return active?.recycle(bufs) ?? new Set();
 }

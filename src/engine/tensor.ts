@@ -32,6 +32,9 @@ export function rowMajorStrides(shape: Shape): number[] {
   return s;
 }
 
+const EMPTY_F32 = new Float32Array(0);
+const EMPTY_F64 = new Float64Array(0);
+
 export class Tensor {
   /** Gradient of the loss w.r.t. this tensor; allocated on first use. */
   grad: FloatArray | null = null;
@@ -88,7 +91,16 @@ export class Tensor {
     return Array.from(this.data);
   }
 
-  /** Throws if a buffer pool has recycled this tensor's buffer (its views read as empty then). */
+  /**
+   * Empties this tensor (its data becomes a 0-length array): a buffer pool took its buffer back
+   * after backward, and the next taker will overwrite it. Called by `backward` only.
+   */
+  release(): void {
+    // `data` is readonly to users; this is the one place that replaces it.
+    (this as { data: FloatArray }).data = this.data instanceof Float32Array ? EMPTY_F32 : EMPTY_F64;
+  }
+
+  /** Throws if a buffer pool has recycled this tensor's buffer (its data reads as empty then). */
   private checkLive(): void {
     if (this.data.length === 0 && numel(this.shape) > 0) {
       throw new Error(
@@ -201,7 +213,8 @@ export function backward(out: Tensor, grad?: number | FloatArray): void {
         if (t.data !== out.data) dead.push(t.data);
         if (saved) dead.push(...saved);
       }
-      recycle(dead);
+      const back = recycle(dead);
+      for (const { out: t } of entries) if (back.has(t.data.buffer)) t.release();
     }
     spares.clear();
   }

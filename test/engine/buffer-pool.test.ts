@@ -133,7 +133,7 @@ describeEachBackend('buffer pool', () => {
     assert.equal(pool.bytes, 0);
   });
 
-  it("backward detaches the graph's activations, never parameters, gradients or tensors made outside the pool", () => {
+  it("backward empties the graph's activations, never parameters, gradients or tensors made outside the pool", () => {
     const { model } = setup();
     const b = batch(2, 8, 1);
     const outside = model.forward(b.ids, b.B, b.T); // outside any pool: an ordinary tensor
@@ -144,6 +144,7 @@ describeEachBackend('buffer pool', () => {
       return { logits, loss };
     });
     assert.equal(logits.data.length, 0, 'a recycled activation must read as empty, not as another tensor');
+    assert.throws(() => logits.item(), /recycled after backward\(\); read it before/);
     assert.throws(() => logits.toArray(), /recycled after backward\(\); read it before/);
     assert.equal(loss.data.length, 1);
     assert.ok(Number.isFinite(loss.item()));
