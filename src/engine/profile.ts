@@ -1,8 +1,9 @@
 /**
- * MAGRPO_DEBUG=2: per-kernel timings; 3 adds a table of gemm time by shape. `profiled(be)` wraps every kernel of a backend with a clock
+ * MAGRPO_DEBUG=2: per-kernel timings. `profiled(be)` wraps every kernel of a backend with a clock
  * and a counter; at process exit a table goes to stderr: calls, total ms, share of the process's
  * wall time, and GFLOP/s for gemm. Wall time not covered by kernels is the framework's overhead
- * (JS ops, allocation, GC). Off by default: the unwrapped backend is used and nothing is timed.
+ * (JS ops, allocation, GC). MAGRPO_DEBUG=3 adds a table of gemm time by shape. Off by default:
+ * the unwrapped backend is used and nothing is timed.
  */
 import { type Backend, KERNELS } from './backend.js';
 
@@ -30,6 +31,7 @@ function flopsOf(k: string, args: unknown[]): number {
 function shapeOf(args: unknown[], i: number): string {
   return `${args[i] ? 'T' : 'N'}${args[i + 1] ? 'T' : 'N'} ${args[i + 2]}×${args[i + 3]}×${args[i + 4]}`;
 }
+
 const t0 = performance.now();
 let reported = false;
 
