@@ -229,7 +229,10 @@ llama.cpp). Where the CPU has AVX-512 BF16, training is also timed in bf16: magr
 weights, gradients and AdamW; results recorded before 2026-11-27 17:35 have no PyTorch bf16 row),
 and each size gives training with each side at its faster precision. Each figure is the median of
 2 rounds (engines alternating) of at least 3 timed calls, then more, up to 30, while under 3 s
-(results recorded before 2026-11-27 18:20 had 3: at 10m one step varies by ±10%). Peers run with their own defaults and, where a
+(results recorded before 2026-11-27 18:20 had 3: at 10m one step varies by ±10%). Whole runs vary
+too: two an hour apart on the Zen 5 below (code of 2db5032) gave PyTorch's 10m training 4,293 and 3,737
+tokens/s and magrpo's 6,146 and 6,259, so 1.43× once and 1.67× the other (the first began right after a
+demo run, load 1.7; the second on an idle machine). A ratio near its target can land on either side. Peers run with their own defaults and, where a
 setting matters, their best of the settings tried. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
