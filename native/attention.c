@@ -31,6 +31,11 @@ INLINE float lanes_sum(float *lane) {
     for (int l = 0; l < w; l++) lane[l] += lane[l + w];
   return lane[0];
 }
+/* Column j of a row's scaled logits: -inf past the row's `lim` visible columns or where the key mask hides it. */
+INLINE float masked_logit(const float *xr, const uint8_t *km, int64_t j, int64_t lim, float scale) {
+  return j < lim && (!km || km[j]) ? xr[j] * scale : -INFINITY;
+}
+
 INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const float *x, float *out) {
   int64_t cols = sp->cols;
   const uint8_t *km = sp->km;
@@ -51,14 +56,11 @@ INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const f
     for (int l = 0; l < SOFTMAX_VEC; l++) lane[l] = -INFINITY;
     for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
       for (int l = 0; l < SOFTMAX_VEC; l++) {
-        int64_t j = j0 + l;
-        float v = j < lim && (!km || km[j]) ? xr[j] * scale : -INFINITY;
-        o[j] = v;
+        float v = o[j0 + l] = masked_logit(xr, km, j0 + l, lim, scale);
         lane[l] = v > lane[l] ? v : lane[l];
       }
     for (int64_t j = whole; j < span; j++) {
-      float v = j < lim && (!km || km[j]) ? xr[j] * scale : -INFINITY;
-      o[j] = v;
+      float v = o[j] = masked_logit(xr, km, j, lim, scale);
       lane[0] = v > lane[0] ? v : lane[0];
     }
     float m = lanes_max(lane);

@@ -148,7 +148,6 @@ const char *blas_init(void) {
  * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
 static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
-
 /* gemm_pair and gemm_split_rows pair work up only with exactly two threads, outside any pool job:
  * with more, each product's own threading serves better than two threads of many idling. */
 static bool two_free_threads(void) { return threads() == 2 && team_size() == 1; }

@@ -263,7 +263,7 @@ def main():
     vocab = cfg["vocab_size"]
     rss_mb = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # noqa: E731
     warmup = rule(args.train_warmup)
-    args.reps = rule(args.reps)
+    reps = rule(args.reps)
     out = {
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -271,14 +271,14 @@ def main():
         "params": sum(p.numel() for p in model.parameters()),
         "train_batch": args.train_batch,
         "sample": {
-            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.reps, rule(args.sample_warmup), gen) for b in args.sample_batches.split(",")
+            b: bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, reps, rule(args.sample_warmup), gen) for b in args.sample_batches.split(",")
         },
         "rss_mb": {},
     }
     out["rss_mb"]["sample"] = rss_mb()
     if args.lora_rank > 0:
         adapters = add_lora(model, args.lora_rank, args.lora_alpha)
-        out["train_lora"] = bench_train(model, adapters, vocab, args.train_batch, args.train_seq, args.reps, warmup, gen)
+        out["train_lora"] = bench_train(model, adapters, vocab, args.train_batch, args.train_seq, reps, warmup, gen)
         out["lora"] = {
             "r": args.lora_rank,
             "alpha": args.lora_alpha,
@@ -288,11 +288,11 @@ def main():
         out["rss_mb"]["lora"] = rss_mb()
         remove_lora(model)
         del adapters
-    out["train"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, args.reps, warmup, gen)
+    out["train"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, reps, warmup, gen)
     out["rss_mb"]["full"] = rss_mb()
     out["peak_rss_mb"] = rss_mb()
     if args.bf16:  # last, as magrpo's worker does, so the RSS figures above stay fp32's
-        out["train_bf16"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, args.reps, warmup, gen, bf16=True)
+        out["train_bf16"] = bench_train(model, list(model.parameters()), vocab, args.train_batch, args.train_seq, reps, warmup, gen, bf16=True)
     print(json.dumps(out))
 
 
