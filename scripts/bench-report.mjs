@@ -233,7 +233,9 @@ and each size gives training with each side at its faster precision. Each figure
 too: two an hour apart on the Zen 5 below (code of 2db5032) gave PyTorch's 10m training 4,293 and 3,737
 tokens/s and magrpo's 6,146 and 6,259, so 1.43× once and 1.67× the other (the first began right after a
 demo run, load 1.7; the second on an idle machine). A ratio near its target can land on either side. Peers run with their own defaults and, where a
-setting matters, their best of the settings tried. llama.cpp samples only: each size is written as
+setting matters, their best of the settings tried; PyTorch's training step drops its gradients
+(\`zero_grad(set_to_none=True)\`, its fastest; magrpo zero-fills) — results recorded before
+2026-11-27 23:30 had PyTorch zero-fill them too. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
 batch API (\`scripts/bench_llama.py\`). Results recorded before the exporter wrote GPT-2 show

@@ -202,7 +202,9 @@ def bench_train(model, params, vocab, batch, seq, reps, warmup, gen, bf16=False)
             loss = F.cross_entropy(logits.view(-1, vocab).float(), targets)
         loss.backward()
         opt.step()
-        opt.zero_grad(set_to_none=False)
+        # PyTorch's fastest: gradients dropped rather than zero-filled (the default since 2.0; 1.13's
+        # default fills zeros). magrpo zero-fills its gradients; this is PyTorch's side at its best.
+        opt.zero_grad(set_to_none=True)
 
     return timed(step, reps, warmup)
 
