@@ -93,6 +93,20 @@ describe('bf16 gemm (native) against the reference backend', () => {
           assert.ok(bf16Error(mode, tA, tB, M, N, K) < 1e-5 * Math.sqrt(K), `${M}x${N}x${K}`);
       });
     }
+    it(`${mode}: past a column block (N > 2,048) and with K too long for one pass (packed B over 8 MiB)`, () => {
+      assert.ok(bf16Error(mode, false, true, 20, 2100, 33) < 1e-4, '20x2100x33');
+      assert.ok(bf16Error(mode, true, false, 20, 2080, 2100) < 1e-5 * Math.sqrt(2100), '20x2080x2100');
+    });
+    it(`${mode}: beta = 0 never reads C (NaN there stays out of the product)`, () => {
+      const [M, N, K] = [29, 70, 400];
+      const A = uniform(M * K);
+      const B = uniform(K * N);
+      const C = new Float32Array(M * N).fill(Number.NaN);
+      nat.setPrecision(mode);
+      nat.gemm(false, false, M, N, K, 1, A, 0, K, B, 0, N, 0, C, 0, N);
+      nat.setPrecision('fp32');
+      assert.ok(C.every(Number.isFinite), 'every element written from the product alone');
+    });
     it(`${mode}: beta = 0 overwrites C, alpha scales, two threads agree with one`, () => {
       assert.ok(bf16Error(mode, false, true, 64, 96, 200, 1, 0) < 2e-4);
       const before = nat.getNumThreads();
