@@ -236,7 +236,7 @@ after a demo run, load 1.7; the others on an idle machine; the last, the record 
 dropping its gradients). A ratio near its target can land on either side. Peers run with their own defaults and, where a
 setting matters, their best of the settings tried; PyTorch's training step drops its gradients
 (\`zero_grad(set_to_none=True)\`, its fastest; magrpo zero-fills) — results recorded before
-2026-11-27 23:30 had PyTorch zero-fill them too. llama.cpp samples only: each size is written as
+2026-11-27 22:30 had PyTorch zero-fill them too. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
 batch API (\`scripts/bench_llama.py\`). Results recorded before the exporter wrote GPT-2 show
