@@ -265,7 +265,7 @@ TARGET_bf16 static void ukr_bf16(int64_t kc2, const uint16_t *a, const uint16_t 
   for (int64_t i = 0; i < mr; i++)
     for (int64_t j = 0; j < nr; j++) {
       float *cij = c + i * ldc + j;
-      float old = !first ? *cij : beta == 0.0f ? 0.0f : beta == 1.0f ? *cij : beta * *cij;
+      float old = !first ? *cij : beta == 0.0f ? 0.0f : beta * *cij; /* C unread when beta is 0 */
       *cij = fmaf(alpha, tile[i * NR + j], old); /* as the full tile's vector FMA rounds */
     }
 }
