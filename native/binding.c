@@ -607,17 +607,19 @@ static napi_value k_attention(napi_env env, napi_callback_info info) {
 
 static napi_value k_attention_backward(napi_env env, napi_callback_info info) {
   Call c;
-  if (!call_init(&c, env, info, "attentionBackward", 16)) return NULL;
+  if (!call_init(&c, env, info, "attentionBackward", 18)) return NULL;
   AttnGrads gr = {0};
   float *P;
   AttnSpec a = attn_args(&c, &P);
   gr.P = P;
   double nq = (double)a.B * a.T * a.H * a.D, nk = (double)a.B * a.Smax * a.Hkv * a.D;
   gr.gO = arg_f32(&c, 11, "gOut", nq);
-  a.scale = (float)arg_number(&c, 12, "scale");
-  gr.gq = arg_f32_or_null(&c, 13, "gq", nq);
-  gr.gk = arg_f32_or_null(&c, 14, "gk", nk);
-  gr.gv = arg_f32_or_null(&c, 15, "gv", nk);
+  a.causal = arg_bool(&c, 12, "causal");
+  a.pastLen = arg_int(&c, 13, "pastLen", -9007199254740992.0);
+  a.scale = (float)arg_number(&c, 14, "scale");
+  gr.gq = arg_f32_or_null(&c, 15, "gq", nq);
+  gr.gk = arg_f32_or_null(&c, 16, "gk", nk);
+  gr.gv = arg_f32_or_null(&c, 17, "gv", nk);
   if (c.failed) return NULL;
   if (!attention_backward(&a, &gr)) {
     napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.attentionBackward: out of memory");

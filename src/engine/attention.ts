@@ -43,7 +43,7 @@ export function attention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOption
     record(out, () => {
       if (out.grad === null) return;
       const grad = (t: Tensor) => (t.requiresGrad ? t.ensureGrad() : null);
-      be.attentionBackward(B, T, S, Smax, H, Hkv, D, q.data, k.data, v.data, P, out.grad, scale, grad(q), grad(k), grad(v));
+      be.attentionBackward(B, T, S, Smax, H, Hkv, D, q.data, k.data, v.data, P, out.grad, opts.causal, pastLen, scale, grad(q), grad(k), grad(v));
     }, [P]);
   }
   return out;

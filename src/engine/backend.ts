@@ -191,6 +191,8 @@ export interface Backend {
    * gq [B, T, H, D] and gk, gv [B, Smax, Hkv, D] (rows ≥ S untouched); a null gradient is skipped.
    * With dP = gOut_bh · v_bgᵀ and dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)):
    *   gq_bh += dS · k_bg;   gk_bg += dSᵀ · q_bh;   gv_bg += P_bhᵀ · gOut_bh.
+   * `causal` and `pastLen` are the forward's: P is 0 where they hide a key, and a kernel may skip
+   * those products.
    */
   attentionBackward(
     B: number,
@@ -205,6 +207,8 @@ export interface Backend {
     v: FloatArray,
     P: FloatArray,
     gOut: FloatArray,
+    causal: boolean,
+    pastLen: number,
     scale: number,
     gq: FloatArray | null,
     gk: FloatArray | null,

@@ -325,8 +325,8 @@ describe('native backend matches the reference', () => {
           ref.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, km, causal, pastLen, scale);
           const gOut = uniform(B * T * H * D);
           const grads = () => [uniform(B * T * H * D), uniform(B * Smax * Hkv * D), uniform(B * Smax * Hkv * D)];
-          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, ...grads()], [13, 14, 15], tol, label);
-          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, null, null, grads()[2]], [15], tol, `${label} gv only`);
+          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, ...grads()], [15, 16, 17], tol, label);
+          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, null, null, grads()[2]], [17], tol, `${label} gv only`);
         }
       }
     }
@@ -353,7 +353,7 @@ describe('native backend matches the reference', () => {
       assert.ok(stale.every(Number.isFinite) && staleOut.every(Number.isFinite), `${label}: a stale value leaked into P or the output`);
       ref.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, null, true, pastLen, 0.3);
       const grads = [u(B * T * H * D), u(B * Smax * Hkv * D), u(B * Smax * Hkv * D)];
-      compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, u(B * T * H * D), 0.3, ...grads], [13, 14, 15], tol, label);
+      compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, u(B * T * H * D), true, pastLen, 0.3, ...grads], [15, 16, 17], tol, label);
     }
   });
 

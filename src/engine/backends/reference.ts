@@ -261,7 +261,8 @@ export const referenceBackend: Backend = {
       }
     }
   },
-  attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, scale, gq, gk, gv) {
+  // Every key, hidden or not: P is 0 where causal / pastLen hide one, so nothing hidden adds.
+  attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, _causal, _pastLen, scale, gq, gk, gv) {
     const group = H / Hkv;
     const qAt = (b: number, t: number, h: number) => ((b * T + t) * H + h) * D;
     const kAt = (b: number, s: number, g: number) => ((b * Smax + s) * Hkv + g) * D;
