@@ -326,7 +326,13 @@ describe('native backend matches the reference', () => {
           const gOut = uniform(B * T * H * D);
           const grads = () => [uniform(B * T * H * D), uniform(B * Smax * Hkv * D), uniform(B * Smax * Hkv * D)];
           compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, ...grads()], [15, 16, 17], tol, label);
-          compare('attentionBackward', [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, null, null, grads()[2]], [17], tol, `${label} gv only`);
+          compare(
+            'attentionBackward',
+            [B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, null, null, grads()[2]],
+            [17],
+            tol,
+            `${label} gv only`,
+          );
         }
       }
     }
