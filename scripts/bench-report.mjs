@@ -233,7 +233,7 @@ and each size gives training with each side at its faster precision. Each figure
 too: three on the Zen 5 on 2026-11-27 gave Debian PyTorch's 10m training 4,293, 3,737 and 4,251
 tokens/s and magrpo's fp32 6,146, 6,259 and 6,262, so 1.43×, 1.67× and 1.47× (the first began right
 after a demo run, load 1.7; the others on an idle machine; the last with PyTorch dropping its
-gradients). The record below, the next night on a host slower for both sides (sgemm ceiling 218
+gradients). The record below, two hours later with the host slower for both sides (sgemm ceiling 218
 GFLOP/s against 227), gave 3,645 and 5,566: 1.53×. A ratio near its target can land on either side. Peers run with their own defaults and, where a
 setting matters, their best of the settings tried; PyTorch's training step drops its gradients
 (\`zero_grad(set_to_none=True)\`, its fastest; magrpo zero-fills) — results recorded before
