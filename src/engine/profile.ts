@@ -4,6 +4,11 @@
  * wall time, and GFLOP/s for gemm. Wall time not covered by kernels is the framework's overhead
  * (JS ops, allocation, GC). MAGRPO_DEBUG=3 adds a table of gemm time by shape. Off by default:
  * the unwrapped backend is used and nothing is timed.
+ *
+ * MAGRPO_DEBUG_SKIP_S=<seconds> leaves out the calls that start in the first seconds after the
+ * engine loads: a
+ * training step's first calls page-fault fresh buffers in (AdamW's first step took 173 ms at 10m,
+ * its later ones 4), which a short profile would otherwise charge to the kernels.
  */
 import { type Backend, KERNELS } from './backend.js';
 
@@ -35,8 +40,19 @@ function shapeOf(args: unknown[], i: number): string {
 const t0 = performance.now();
 let reported = false;
 
+/** MAGRPO_DEBUG_SKIP_S in ms (0 when unset); anything but a number ≥ 0 is an error naming it. */
+function skipMs(): number {
+  const raw = process.env.MAGRPO_DEBUG_SKIP_S;
+  if (raw === undefined || raw.trim() === '') return 0;
+  const s = Number(raw);
+  if (!Number.isFinite(s) || s < 0) throw new Error(`MAGRPO_DEBUG_SKIP_S must be a number of seconds ≥ 0, got "${raw}"`);
+  return s * 1000;
+}
+let countFrom = t0;
+
 /** A backend whose kernels record their time in `stats`; the first wrap registers the exit report. */
 export function profiled(be: Backend): Backend {
+  countFrom = t0 + skipMs();
   const wrapped: Record<string, unknown> = { ...be };
   for (const k of KERNELS) {
     const fn = be[k] as (...args: unknown[]) => unknown;
@@ -46,6 +62,7 @@ export function profiled(be: Backend): Backend {
       const start = performance.now();
       const r = fn.apply(be, args);
       const ms = performance.now() - start;
+      if (start < countFrom) return r;
       stat.ms += ms;
       stat.calls++;
       const flops = flopsOf(k, args);
@@ -69,11 +86,18 @@ export function profiled(be: Backend): Backend {
 }
 
 function report(): void {
-  const wall = performance.now() - t0;
+  if (performance.now() <= countFrom) {
+    const s = ((countFrom - t0) / 1000).toFixed(1);
+    process.stderr.write(`[magrpo] kernel timings (MAGRPO_DEBUG=2): the process ended within MAGRPO_DEBUG_SKIP_S (${s} s); nothing was counted\n`);
+    return;
+  }
+  const wall = performance.now() - countFrom;
   const rows = [...stats.entries()].filter(([, s]) => s.calls > 0).sort((a, b) => b[1].ms - a[1].ms);
   const kernelMs = rows.reduce((a, [, s]) => a + s.ms, 0);
   const lines = [
-    `[magrpo] kernel timings (MAGRPO_DEBUG=2), process wall ${wall.toFixed(0)} ms`,
+    countFrom > t0
+      ? `[magrpo] kernel timings (MAGRPO_DEBUG=2), wall ${wall.toFixed(0)} ms after the first ${((countFrom - t0) / 1000).toFixed(1)} s (MAGRPO_DEBUG_SKIP_S)`
+      : `[magrpo] kernel timings (MAGRPO_DEBUG=2), process wall ${wall.toFixed(0)} ms`,
     '  kernel                        calls        ms   % wall  GFLOP/s',
   ];
   for (const [k, s] of rows) {

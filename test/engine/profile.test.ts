@@ -51,4 +51,34 @@ describe('per-kernel timings', () => {
     assert.match(shapes.stderr, /gemm shapes/);
     assert.match(shapes.stderr, /^ {2}NN 2×2×2 +1 /m);
   });
+
+  it('MAGRPO_DEBUG_SKIP_S leaves out the calls of the first seconds, and rejects what is not a number of seconds', () => {
+    const script = join(tmp, 'skip.ts');
+    const runtime = fileURLToPath(new URL('../../src/engine/runtime.ts', import.meta.url));
+    // One product at once, then two more after 600 ms: a 0.3 s skip counts only the two.
+    writeFileSync(
+      script,
+      `import { backend } from ${JSON.stringify(runtime)};\nconst C = new Float32Array(4);\nconst g = () => backend().gemm(false, false, 2, 2, 2, 1, new Float32Array(4), 0, 2, new Float32Array(4), 0, 2, 0, C, 0, 2);\ng();\nsetTimeout(() => { g(); g(); }, 600);\n`,
+    );
+    const run = (skip: string) =>
+      spawnSync(process.execPath, [...process.execArgv, script], {
+        env: { ...process.env, MAGRPO_DEBUG: '2', MAGRPO_BACKEND: 'reference', MAGRPO_DEBUG_SKIP_S: skip },
+        encoding: 'utf8',
+      });
+    const all = run('');
+    assert.equal(all.status, 0, all.stderr);
+    assert.match(all.stderr, /^ {2}gemm +3 /m);
+    const skipped = run('0.3');
+    assert.equal(skipped.status, 0, skipped.stderr);
+    assert.match(skipped.stderr, /after the first 0\.3 s \(MAGRPO_DEBUG_SKIP_S\)/);
+    assert.match(skipped.stderr, /^ {2}gemm +2 /m);
+    const none = run('60');
+    assert.equal(none.status, 0, none.stderr);
+    assert.match(none.stderr, /ended within MAGRPO_DEBUG_SKIP_S \(60\.0 s\); nothing was counted/);
+    for (const bad of ['soon', '-1']) {
+      const r = run(bad);
+      assert.notEqual(r.status, 0, `MAGRPO_DEBUG_SKIP_S=${bad} was accepted`);
+      assert.match(r.stderr, /MAGRPO_DEBUG_SKIP_S must be a number of seconds ≥ 0/);
+    }
+  });
 });
