@@ -192,8 +192,6 @@ TARGET_bf16 static void pack_rows_paired(const float *src, int64_t ld, int64_t c
   }
 }
 
-static inline int min_int(int64_t a, int b) { return a < b ? (int)a : b; }
-
 /* Rows [r0, r0 + mr) × inner [k0, k0 + kc) of op(A), kc2 = ceil(kc / 2) pairs per panel of MR rows:
  * dst32[kk·MR + i] = (A[i][2kk], A[i][2kk+1]); rows past mr, and an odd kc's last partner, zero. */
 TARGET_bf16 static void pack_a(const GemmCall *g, int64_t r0, int64_t mr, int64_t k0, int64_t kc, uint16_t *dst) {
@@ -203,7 +201,7 @@ TARGET_bf16 static void pack_a(const GemmCall *g, int64_t r0, int64_t mr, int64_
     return;
   }
   for (int64_t p = 0; p < mr; p += MR, dst += kc2 * MR * 2)
-    pack_rows_transposed(g->A + (r0 + p) * g->lda + k0, g->lda, min_int(mr - p, MR), kc, (uint32_t *)dst, MR, MR);
+    pack_rows_transposed(g->A + (r0 + p) * g->lda + k0, g->lda, (int)min64(mr - p, MR), kc, (uint32_t *)dst, MR, MR);
 }
 
 /* Panels [q0, q1) of NR columns of the block at column c0 (nc wide) × inner [k0, k0 + kc):
@@ -219,7 +217,7 @@ TARGET_bf16 static void pack_b(const GemmCall *g, int64_t c0, int64_t nc, int64_
     uint32_t *d32 = (uint32_t *)(dst + q * kc2 * NR * 2);
     for (int half = 0; half < NR; half += 16) {
       int64_t c = q * NR + half;
-      int cols = nc - c <= 0 ? 0 : min_int(nc - c, 16);
+      int cols = nc - c <= 0 ? 0 : (int)min64(nc - c, 16);
       pack_rows_transposed(g->B + (c0 + c) * g->ldb + k0, g->ldb, cols, kc, d32 + half, NR, 16);
     }
   }
@@ -281,8 +279,6 @@ typedef struct {
   int64_t jc, nc, nJ, pc0, pc1, bslab;
   int64_t nIC, splitsJ;
 } Bf16Job;
-
-static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void job_pack_b(int t, int T, void *ctx) {
   const Bf16Job *j = ctx;

@@ -109,6 +109,8 @@ typedef enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT } Isa;
 /* A loop body or a helper it calls: inlined into each variant, so it compiles for its target. */
 #define INLINE static inline __attribute__((always_inline))
 
+INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
 #define TARGET_generic
 #if defined(__x86_64__)
 #define MAGRPO_X86 1

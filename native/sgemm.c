@@ -282,8 +282,6 @@ typedef struct {
   int64_t nIC, splitsJ, nJ; /* row blocks, column splits per row block, B panels */
 } BlockJob;
 
-INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 #define SGEMM_VARIANT(isa, MR, NR, KC, MC, NC)                                                                        \
   TARGET_##isa static void sgemm_pack_b__##isa(int t, int T, void *ctx) {                                            \
     const BlockJob *j = ctx;                                                                                         \
