@@ -5,7 +5,7 @@
 import type { BinaryOp, FloatArray, GemmArgs, UnaryOp } from './backend.js';
 import { packedWeight } from './packed.js';
 import { alloc, allocOverwritten, backend } from './runtime.js';
-import { broadcastShapes, broadcastStrides, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
+import { broadcastShapes, broadcastStrides, copyOf, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
 
 // ---- elementwise ----------------------------------------------------------------------------
 
@@ -37,7 +37,7 @@ function binary(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
         case 'sub':
           if (a.requiresGrad) passGrad(a, g, shape);
           if (b.requiresGrad) {
-            const neg = g.slice();
+            const neg = copyOf(g);
             be.scale(neg.length, -1, neg);
             passGrad(b, neg, shape);
           }

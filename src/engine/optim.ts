@@ -19,6 +19,11 @@ export interface Optimizer {
   readonly params: readonly Tensor[];
   /** Applies one update from the parameters' `.grad` (parameters without a gradient are skipped). */
   step(): void;
+  /**
+   * Drops every parameter's gradient (torch's `zero_grad()` with its default set_to_none): the next
+   * backward writes fresh gradients, and a parameter no backward reached before the next step is
+   * skipped by it, as in torch.
+   */
   zeroGrad(): void;
   state(): OptimizerState;
   loadState(s: OptimizerState): void;

@@ -59,9 +59,12 @@ export class Tensor {
     return rowMajorStrides(this.shape);
   }
 
+  /** The buffer zeroGrad took from `grad`, for the next gradient of this tensor to reuse. */
+  private idleGrad: FloatArray | null = null;
+
   /** The gradient buffer, zero-filled if new (a spare one from this backward pass when possible). */
   ensureGrad(): FloatArray {
-    if (this.grad === null) this.grad = takeSpare(this.data.length) ?? alloc(this.data.length);
+    if (this.grad === null) this.grad = this.takeIdleGrad(true) ?? takeSpare(this.data.length) ?? alloc(this.data.length);
     return this.grad;
   }
 
@@ -71,12 +74,27 @@ export class Tensor {
    */
   gradToOverwrite(): FloatArray {
     if (this.grad !== null) throw new Error('gradToOverwrite(): the tensor already has a gradient to add onto');
-    this.grad = takeSpare(this.data.length, false) ?? allocOverwritten(this.data.length);
+    this.grad = this.takeIdleGrad(false) ?? takeSpare(this.data.length, false) ?? allocOverwritten(this.data.length);
     return this.grad;
   }
 
+  /**
+   * Drops the gradient (`grad` becomes null), as torch's `zero_grad()` does by default
+   * (set_to_none): the next backward then writes the gradient rather than adding it onto zeros
+   * (matrix products with beta 0), and nothing fills 40 MB with zeros at every 10m step first. The
+   * buffer is kept for that next gradient.
+   */
   zeroGrad(): void {
-    this.grad?.fill(0);
+    if (this.grad === null) return;
+    this.idleGrad = this.grad;
+    this.grad = null;
+  }
+
+  private takeIdleGrad(zero: boolean): FloatArray | null {
+    const buf = this.idleGrad;
+    this.idleGrad = null;
+    if (buf === null || buf.length !== this.data.length || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
+    return zero ? buf.fill(0) : buf;
   }
 
   /** The single value of a one-element tensor. */
@@ -286,12 +304,19 @@ export function broadcastStrides(shape: Shape, to: Shape): number[] {
  */
 export function passGrad(t: Tensor, g: FloatArray, from: Shape, owned = true): boolean {
   if (t.grad === null && g.length === t.size) {
-    t.grad = owned ? g : g.slice();
+    t.grad = owned ? g : copyOf(g);
     if (owned) taken.push(g);
     return owned;
   }
   accumulateReduced(g, from, t.ensureGrad(), t.shape);
   return false;
+}
+
+/** A copy of `g` in a recycled buffer (a spare of this pass, or the pool's): `slice()` would map fresh pages. */
+export function copyOf(g: FloatArray): FloatArray {
+  const c = takeSpare(g.length, false) ?? allocOverwritten(g.length);
+  c.set(g);
+  return c;
 }
 
 /**

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import { matmul, sum } from '../../src/engine/ops.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier, SGD } from '../../src/engine/optim.js';
 import { setBackend, setDType } from '../../src/engine/runtime.js';
-import { Tensor } from '../../src/engine/tensor.js';
+import { backward, Tensor } from '../../src/engine/tensor.js';
 
 const param = (values: number[], grad: number[], name = 'p') => {
   const p = new Tensor(Float32Array.from(values), [values.length], true, name);
@@ -39,6 +40,29 @@ describe('optimizers', () => {
     opt.step();
     opt2.step();
     assert.deepEqual(Array.from(a.data), Array.from(b.data));
+  });
+
+  it('zeroGrad drops gradients (set_to_none): the next backward writes, in the same buffer; a step skips a parameter without one', () => {
+    const w = new Tensor(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3], true, 'w');
+    const frozenThisStep = param([7, 8], [0, 0], 'u');
+    const x = new Tensor(Float32Array.from([1, -1, 0.5, 2]), [2, 2]);
+    const opt = new AdamW([w, frozenThisStep], { lr: 0.1 });
+    const gradOfW = () => {
+      backward(sum(matmul(x, w)));
+      return Array.from(w.grad ?? []);
+    };
+    const first = gradOfW();
+    const buf = w.grad;
+    opt.step();
+    opt.zeroGrad();
+    assert.equal(w.grad, null);
+    assert.equal(frozenThisStep.grad, null);
+    const second = gradOfW();
+    assert.equal(w.grad, buf, 'the dropped buffer is reused');
+    assert.deepEqual(second, first, 'written afresh, not added onto the last step gradient');
+    const u = Array.from(frozenThisStep.data);
+    opt.step();
+    assert.deepEqual(Array.from(frozenThisStep.data), u, 'no gradient: no update, no weight decay (as torch)');
   });
 
   it('SGD with momentum and weight decay', () => {
