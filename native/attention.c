@@ -300,7 +300,7 @@ INLINE void rope_rows(int64_t lo, int64_t hi, const RopeArgs *args) {
 }
 
 void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out) {
-  RopeArgs a = {*sp, x, out};
+  RopeArgs a = {*sp, x, out, false};
   PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, kern->rope_rows, &a);
 }
 
@@ -314,17 +314,24 @@ INLINE void rope_backward_rows(int64_t lo, int64_t hi, const RopeArgs *args) {
     for (int64_t h = 0; h < H; h++) {
       const float *g = gy + (r * H + h) * D;
       float *o = gx + (r * H + h) * D;
-      for (int64_t i = 0; i < half; i++) {
-        float a = g[i], b = g[i + half];
-        o[i] += a * cr[i] + b * sr[i];
-        o[i + half] += b * cr[i] - a * sr[i];
-      }
+      if (args->acc)
+        for (int64_t i = 0; i < half; i++) {
+          float a = g[i], b = g[i + half];
+          o[i] += a * cr[i] + b * sr[i];
+          o[i + half] += b * cr[i] - a * sr[i];
+        }
+      else
+        for (int64_t i = 0; i < half; i++) {
+          float a = g[i], b = g[i + half];
+          o[i] = a * cr[i] + b * sr[i];
+          o[i + half] = b * cr[i] - a * sr[i];
+        }
     }
   }
 }
 
-void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx) {
-  RopeArgs a = {*sp, gy, gx};
+void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx, bool acc) {
+  RopeArgs a = {*sp, gy, gx, acc};
   PARALLEL_RANGE((double)rows * sp->H * sp->D, rows, kern->rope_backward_rows, &a);
 }
 

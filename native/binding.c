@@ -486,15 +486,16 @@ static napi_value k_swiglu(napi_env env, napi_callback_info info) {
 
 static napi_value k_swiglu_backward(napi_env env, napi_callback_info info) {
   Call c;
-  if (!call_init(&c, env, info, "swigluBackward", 6)) return NULL;
+  if (!call_init(&c, env, info, "swigluBackward", 7)) return NULL;
   int64_t n = arg_int(&c, 0, "n", 0);
   const float *g = arg_f32(&c, 1, "gate", (double)n);
   const float *u = arg_f32(&c, 2, "up", (double)n);
   const float *gy = arg_f32(&c, 3, "gy", (double)n);
   float *gg = arg_f32(&c, 4, "gGate", (double)n);
   float *gu = arg_f32(&c, 5, "gUp", (double)n);
+  bool acc = arg_bool(&c, 6, "accumulate");
   if (c.failed) return NULL;
-  swiglu_backward(n, g, u, gy, gg, gu);
+  swiglu_backward(n, g, u, gy, gg, gu, acc);
   return undefined(env);
 }
 
@@ -663,14 +664,15 @@ static napi_value k_rope(napi_env env, napi_callback_info info) {
 
 static napi_value k_rope_backward(napi_env env, napi_callback_info info) {
   Call c;
-  if (!call_init(&c, env, info, "ropeBackward", 8)) return NULL;
+  if (!call_init(&c, env, info, "ropeBackward", 9)) return NULL;
   int64_t rows;
   RopeSpec sp = rope_args(&c, &rows);
   double n = (double)rows * sp.H * sp.D;
   const float *gy = arg_f32(&c, 3, "gy", n);
   float *gx = arg_f32(&c, 7, "gx", n);
+  bool acc = arg_bool(&c, 8, "accumulate");
   if (c.failed) return NULL;
-  rope_backward(rows, &sp, gy, gx);
+  rope_backward(rows, &sp, gy, gx, acc);
   return undefined(env);
 }
 

@@ -313,15 +313,23 @@ void swiglu_forward(int64_t n, const float *gate, const float *up, float *out) {
 INLINE void swiglu_backward_range(int64_t lo, int64_t hi, const SwigluArgs *a) {
   const float *g = a->gate, *u = a->up, *gy = a->gy;
   float *gg = a->gGate, *gu = a->gUp;
-  for (int64_t i = lo; i < hi; i++) {
-    float x = g[i], q, s = sigmoid_pair(x, &q);
-    gg[i] += gy[i] * u[i] * s * (1.0f + x * q);
-    gu[i] += gy[i] * x * s;
-  }
+  /* Written rather than added where the gradients are new: no zero fill before, no read here. */
+  if (a->acc)
+    for (int64_t i = lo; i < hi; i++) {
+      float x = g[i], q, s = sigmoid_pair(x, &q);
+      gg[i] += gy[i] * u[i] * s * (1.0f + x * q);
+      gu[i] += gy[i] * x * s;
+    }
+  else
+    for (int64_t i = lo; i < hi; i++) {
+      float x = g[i], q, s = sigmoid_pair(x, &q);
+      gg[i] = gy[i] * u[i] * s * (1.0f + x * q);
+      gu[i] = gy[i] * x * s;
+    }
 }
 
-void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp) {
-  SwigluArgs a = {.gate = gate, .up = up, .gy = gy, .gGate = gGate, .gUp = gUp};
+void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp, bool acc) {
+  SwigluArgs a = {.gate = gate, .up = up, .gy = gy, .gGate = gGate, .gUp = gUp, .acc = acc};
   PARALLEL_RANGE(n, n, kern->swiglu_backward_range, &a);
 }
 

@@ -332,6 +332,7 @@ typedef struct {
 typedef struct {
   const float *gate, *up, *gy;
   float *out, *gGate, *gUp;
+  bool acc; /* backward: add into gGate and gUp (else write them) */
 } SwigluArgs;
 
 typedef struct {
@@ -359,7 +360,7 @@ double sum_squares(int64_t n, const float *x);
 void reduce_sum(int64_t outer, int64_t len, int64_t inner, const float *x, float *out, bool acc);
 void copy2d(int64_t rows, int64_t cols, const float *src, int64_t lds, float *dst, int64_t ldd, bool acc);
 void swiglu_forward(int64_t n, const float *gate, const float *up, float *out);
-void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp);
+void swiglu_backward(int64_t n, const float *gate, const float *up, const float *gy, float *gGate, float *gUp, bool acc);
 void embedding_forward(int64_t n, int64_t C, const int32_t *ids, const float *W, float *out);
 void embedding_backward(int64_t n, int64_t C, const int32_t *ids, const float *gy, float *gW);
 
@@ -401,7 +402,7 @@ typedef struct {
 } RopeSpec;
 
 void rope_forward(int64_t rows, const RopeSpec *sp, const float *x, float *out);
-void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx);
+void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx, bool acc);
 
 typedef struct {
   SoftmaxSpec sp;
@@ -430,7 +431,8 @@ typedef struct {
 typedef struct {
   RopeSpec sp;
   const float *x; /* gy for the backward */
-  float *out;     /* gx for the backward, which adds into it */
+  float *out;     /* gx for the backward, which adds into it when acc (else writes it) */
+  bool acc;
 } RopeArgs;
 
 #define ATTENTION_LOOPS(X)                                                                                   \

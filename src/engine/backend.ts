@@ -269,12 +269,23 @@ export interface Backend {
    * cos/sin are [maxPos, D/2] tables. `out` may alias `x`.
    */
   rope(rows: number, H: number, D: number, x: FloatArray, positions: Int32Array, cos: FloatArray, sin: FloatArray, out: FloatArray): void;
-  /** gx += Rᵀ · gy: the rotation by −angle of the incoming gradient. */
-  ropeBackward(rows: number, H: number, D: number, gy: FloatArray, positions: Int32Array, cos: FloatArray, sin: FloatArray, gx: FloatArray): void;
+  /** gx += Rᵀ · gy (gx = Rᵀ · gy unless `accumulate`): the rotation by −angle of the incoming gradient. */
+  ropeBackward(
+    rows: number,
+    H: number,
+    D: number,
+    gy: FloatArray,
+    positions: Int32Array,
+    cos: FloatArray,
+    sin: FloatArray,
+    gx: FloatArray,
+    accumulate: boolean,
+  ): void;
 
   /** SwiGLU: out = silu(gate) · up, elementwise over n. */
   swiglu(n: number, gate: FloatArray, up: FloatArray, out: FloatArray): void;
-  swigluBackward(n: number, gate: FloatArray, up: FloatArray, gy: FloatArray, gGate: FloatArray, gUp: FloatArray): void;
+  /** gGate += gy · up · silu'(gate), gUp += gy · silu(gate); written instead unless `accumulate`. */
+  swigluBackward(n: number, gate: FloatArray, up: FloatArray, gy: FloatArray, gGate: FloatArray, gUp: FloatArray, accumulate: boolean): void;
 
   /** out[i, :] = W[ids[i], :] for i < n, W is [V, C]. */
   embedding(n: number, C: number, ids: Int32Array, W: FloatArray, out: FloatArray): void;

@@ -98,7 +98,10 @@ export function rope(x: Tensor, positions: Int32Array, tables: RopeTables): Tens
   be.rope(B * T, H, D, x.data, positions, tables.cos, tables.sin, out.data);
   if (needsGrad(x)) {
     record(out, () => {
-      if (out.grad !== null) be.ropeBackward(B * T, H, D, out.grad, positions, tables.cos, tables.sin, x.ensureGrad());
+      if (out.grad === null) return;
+      // A gradient seen for the first time is written, not added onto zeros.
+      const fresh = x.grad === null;
+      be.ropeBackward(B * T, H, D, out.grad, positions, tables.cos, tables.sin, x.grad ?? x.gradToOverwrite(), !fresh);
     });
   }
   return out;
@@ -112,7 +115,12 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   be.swiglu(gate.size, gate.data, up.data, out.data);
   if (needsGrad(gate, up)) {
     record(out, () => {
-      if (out.grad !== null) be.swigluBackward(gate.size, gate.data, up.data, out.grad, gradOrScratch(gate), gradOrScratch(up));
+      if (out.grad === null) return;
+      // Gradients seen for the first time (the usual case: gate and up each feed only this op) are
+      // written, not added onto zeros; frozen inputs get a throwaway buffer.
+      const fresh = gate !== up && gate.grad === null && up.grad === null;
+      const target = (t: Tensor) => (!t.requiresGrad ? allocOverwritten(t.size) : fresh ? t.gradToOverwrite() : t.ensureGrad());
+      be.swigluBackward(gate.size, gate.data, up.data, out.grad, target(gate), target(up), !fresh);
     });
   }
   return out;

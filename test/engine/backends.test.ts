@@ -453,7 +453,9 @@ describe('native backend matches the reference', () => {
       const n = rows * H * D;
       const positions = ints(rows, 0, maxPos);
       compare('rope', [rows, H, D, uniform(n), positions, cos, sin, uniform(n)], [7]);
-      compare('ropeBackward', [rows, H, D, uniform(n), positions, cos, sin, uniform(n)], [7]);
+      compare('ropeBackward', [rows, H, D, uniform(n), positions, cos, sin, uniform(n), true], [7]);
+      // Written, not added: NaN already there must not reach the result.
+      compare('ropeBackward', [rows, H, D, uniform(n), positions, cos, sin, new Float32Array(n).fill(Number.NaN), false], [7]);
       const x = uniform(n);
       const inPlaceRef = x.slice();
       const inPlaceNat = x.slice();
@@ -468,7 +470,9 @@ describe('native backend matches the reference', () => {
       const gate = uniform(n, -8, 8);
       const up = uniform(n, -2, 2);
       compare('swiglu', [n, gate, up, uniform(n)], [3]);
-      compare('swigluBackward', [n, gate, up, uniform(n), uniform(n), uniform(n)], [4, 5]);
+      compare('swigluBackward', [n, gate, up, uniform(n), uniform(n), uniform(n), true], [4, 5]);
+      const nan = () => new Float32Array(n).fill(Number.NaN);
+      compare('swigluBackward', [n, gate, up, uniform(n), nan(), nan(), false], [4, 5]);
     }
   });
 

@@ -414,7 +414,8 @@ export const referenceBackend: Backend = {
       }
     }
   },
-  ropeBackward(rows, H, D, gy, positions, cos, sin, gx) {
+  ropeBackward(rows, H, D, gy, positions, cos, sin, gx, accumulate) {
+    if (!accumulate) gx.fill(0, 0, rows * H * D);
     const half = D / 2;
     for (let r = 0; r < rows; r++) {
       const p = positions[r] * half;
@@ -435,7 +436,11 @@ export const referenceBackend: Backend = {
   swiglu(n, gate, up, out) {
     for (let i = 0; i < n; i++) out[i] = unaryF('silu', gate[i]) * up[i];
   },
-  swigluBackward(n, gate, up, gy, gGate, gUp) {
+  swigluBackward(n, gate, up, gy, gGate, gUp, accumulate) {
+    if (!accumulate) {
+      gGate.fill(0, 0, n);
+      gUp.fill(0, 0, n);
+    }
     for (let i = 0; i < n; i++) {
       gGate[i] += gy[i] * up[i] * unaryDf('silu', gate[i]);
       gUp[i] += gy[i] * unaryF('silu', gate[i]);
