@@ -93,7 +93,8 @@ INLINE void pack_b(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_
   }
 }
 
-/* Rounds x[0, n) to bf16 values in place, as bf16_from_f32 does (nearest even, NaN stays NaN),
+/* Rounds x[0, n) to bf16 values in place, as bf16_from_f32 does (nearest even, NaN stays NaN,
+ * subnormals to zero),
  * without a branch so that it vectorises in each ISA's driver: decode products of a small model
  * round an A panel per call, and the scalar loop cost as much as the product at 1m. */
 INLINE void round_bf16_inplace(float *x, int64_t n) {
@@ -103,6 +104,7 @@ INLINE void round_bf16_inplace(float *x, int64_t n) {
     uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
     uint32_t nan = (u | 0x400000u) & 0xffff0000u;
     r = (u & 0x7fffffffu) > 0x7f800000u ? nan : r;
+    r = (u & 0x7f800000u) == 0 ? (u & 0x80000000u) : r;
     memcpy(x + i, &r, sizeof r);
   }
 }

@@ -63,6 +63,11 @@ describe('roundToBf16', () => {
     assert.ok(Number.isNaN(roundToBf16(Number.NaN)));
     assert.equal(roundToBf16(Number.NEGATIVE_INFINITY), Number.NEGATIVE_INFINITY);
   });
+  it('makes a subnormal a zero of its sign (as VCVTNE2PS2BF16), and keeps the smallest normal', () => {
+    assert.ok(Object.is(roundToBf16(bits(0x007fffff)), 0), 'largest subnormal');
+    assert.ok(Object.is(roundToBf16(bits(0x80000001)), -0), 'negative subnormal');
+    assert.equal(roundToBf16(bits(0x00800000)), bits(0x00800000), 'smallest normal');
+  });
 });
 
 describe('bf16 gemm (native) against the reference backend', () => {
@@ -120,6 +125,40 @@ describe('bf16 gemm (native) against the reference backend', () => {
       }
     });
   }
+
+  it('counts subnormal inputs as zero on every path: bf16, emulated, reference, bf16 weight packs', () => {
+    // fp32 sums K products of 1e-39 · 1e30 to about 1e-7; rounded as VCVTNE2PS2BF16 rounds, the
+    // subnormal operands are zeros and so is C, exactly.
+    const [M, N, K] = [16, 40, 64];
+    const A = new Float32Array(M * K).fill(1e-39);
+    const B = new Float32Array(K * N).fill(1e30);
+    const product = (b: typeof nat | typeof ref, mode: Precision) => {
+      const C = new Float32Array(M * N).fill(1);
+      b.setPrecision(mode);
+      b.gemm(false, false, M, N, K, 1, A, 0, K, B, 0, N, 0, C, 0, N);
+      b.setPrecision('fp32');
+      return C;
+    };
+    assert.ok(product(nat, 'fp32')[0] > 1e-8, 'fp32 keeps them');
+    for (const [b, mode] of [
+      [nat, 'bf16'],
+      [nat, 'bf16-emulated'],
+      [ref, 'bf16'],
+    ] as const)
+      assert.ok(
+        product(b, mode).every((c) => c === 0),
+        `${b.name} ${mode}`,
+      );
+    // A decode pack in bf16 (engine/packed.ts): the weights' subnormals too.
+    const packed = new Float32Array(nat.packedFloats(N, K, true));
+    nat.packB(false, N, K, new Float32Array(K * N).fill(-1e-39), 0, N, packed, true);
+    const C = new Float32Array(4 * N).fill(1);
+    nat.gemmPrepacked(4, N, K, 1, new Float32Array(4 * K).fill(1e30), 0, K, packed, 0, C, 0, N, true);
+    assert.ok(
+      C.every((c) => c === 0),
+      'bf16 pack',
+    );
+  });
 
   it('differs from fp32 by bf16 rounding, and products under 16 rows stay fp32', () => {
     const [M, N, K] = [32, 40, 256];

@@ -82,11 +82,15 @@ let precision: Precision = 'fp32';
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** x as float32, then rounded to bfloat16 (nearest, ties to even), as native/bf16gemm.c does. */
+/**
+ * x as float32, then rounded to bfloat16 (nearest, ties to even; a subnormal becomes a zero of its
+ * sign), as native/bf16gemm.c does with VCVTNE2PS2BF16.
+ */
 export function roundToBf16(x: number): number {
   f32[0] = x;
   const u = u32[0];
   if ((u & 0x7fffffff) > 0x7f800000) return x; // NaN stays NaN
+  if ((u & 0x7f800000) === 0) return u & 0x80000000 ? -0 : 0;
   u32[0] = ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) << 16;
   return f32[0];
 }
