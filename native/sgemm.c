@@ -289,26 +289,39 @@ typedef struct {
     const BlockJob *j = ctx;                                                                                         \
     pack_b(j->g, j->jc, j->nc, j->pc, j->kc, NR, j->nJ * t / T, j->nJ * (t + 1) / T, j->Bp);                          \
   }                                                                                                                  \
+  /* Rows [ic, ic + mc) (mc <= MC) x B panels [q0, q1) of the block. */                                              \
+  TARGET_##isa static void sgemm_rows__##isa(const BlockJob *j, int64_t ic, int64_t mc, int64_t q0, int64_t q1, float *Ap) {\
+    const GemmCall *g = j->g;                                                                                        \
+    pack_a(g, ic, mc, j->pc, j->kc, MR, Ap);                                                                         \
+    for (int64_t q = q0; q < q1; q++) {                                                                              \
+      int64_t nr = min64(NR, j->nc - q * NR);                                                                        \
+      const float *bp = j->Bp + q * j->kc * NR;                                                                      \
+      float *cq = g->C + ic * g->ldc + j->jc + q * NR;                                                               \
+      for (int64_t p = 0; p < mc; p += MR)                                                                           \
+        ukr_##isa(false, j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);       \
+    }                                                                                                                \
+  }                                                                                                                  \
+  /* With rows enough for every thread, each takes an equal share of the MR-row panels, in equal                     \
+   * blocks of at most MC rows (whole MC blocks dealt out left 1024 rows as 576 against 448); with                   \
+   * fewer, threads split the B panels of each row block. */                                                         \
   TARGET_##isa static void sgemm_tiles__##isa(int t, int T, void *ctx) {                                             \
     const BlockJob *j = ctx;                                                                                         \
     const GemmCall *g = j->g;                                                                                        \
-    int64_t tasks = j->nIC * j->splitsJ, packed = -1;                                                                \
     float *Ap = pack_buffer(1, (size_t)MC * KC);                                                                     \
-    if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                         \
+    if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                          \
+    if (j->splitsJ == 1) {                                                                                           \
+      int64_t panels = (g->M + MR - 1) / MR, lo = panels * t / T * MR, hi = min64(g->M, panels * (t + 1) / T * MR);  \
+      int64_t mine = (hi - lo + MR - 1) / MR, blocks = (mine + MC / MR - 1) / (MC / MR);                             \
+      for (int64_t b = 0; b < blocks; b++) {                                                                         \
+        int64_t ic = lo + mine * b / blocks * MR, end = min64(hi, lo + mine * (b + 1) / blocks * MR);                \
+        if (end > ic) sgemm_rows__##isa(j, ic, end - ic, 0, j->nJ, Ap);                                              \
+      }                                                                                                              \
+      return;                                                                                                        \
+    }                                                                                                                \
+    int64_t tasks = j->nIC * j->splitsJ;                                                                             \
     for (int64_t task = tasks * t / T; task < tasks * (t + 1) / T; task++) {                                         \
-      int64_t ib = task / j->splitsJ, js = task % j->splitsJ;                                                        \
-      int64_t ic = ib * MC, mc = min64(MC, g->M - ic);                                                               \
-      if (ib != packed) {                                                                                            \
-        pack_a(g, ic, mc, j->pc, j->kc, MR, Ap);                                                                     \
-        packed = ib;                                                                                                 \
-      }                                                                                                              \
-      for (int64_t q = j->nJ * js / j->splitsJ; q < j->nJ * (js + 1) / j->splitsJ; q++) {                           \
-        int64_t nr = min64(NR, j->nc - q * NR);                                                                      \
-        const float *bp = j->Bp + q * j->kc * NR;                                                                    \
-        float *cq = g->C + ic * g->ldc + j->jc + q * NR;                                                             \
-        for (int64_t p = 0; p < mc; p += MR)                                                                         \
-          ukr_##isa(false, j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);            \
-      }                                                                                                              \
+      int64_t ib = task / j->splitsJ, js = task % j->splitsJ, ic = ib * MC;                                          \
+      sgemm_rows__##isa(j, ic, min64(MC, g->M - ic), j->nJ * js / j->splitsJ, j->nJ * (js + 1) / j->splitsJ, Ap);    \
     }                                                                                                                \
   }                                                                                                                  \
   TARGET_##isa void sgemm_builtin__##isa(const GemmCall *g) {                                                        \

@@ -242,6 +242,7 @@ describe(`gemm against the reference backend (${label()})`, () => {
       nat.setNumThreads(2);
       for (const [M, N, K] of [
         [300, 257, 200], // rows of A split between threads
+        [301, 40, 70], // each thread's rows in two blocks, the second thread's ending in a partial panel
         [7, 3000, 300], // few rows: B's panels split
         [20, 2100, 150], // more than one column block (NC = 2048)
       ])
