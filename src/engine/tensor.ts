@@ -90,9 +90,15 @@ export class Tensor {
     this.grad = null;
   }
 
-  private takeIdleGrad(zero: boolean): FloatArray | null {
+  /** The buffer zeroGrad kept, taken away (passGrad hands this tensor another one instead). */
+  dropIdleGrad(): FloatArray | null {
     const buf = this.idleGrad;
     this.idleGrad = null;
+    return buf;
+  }
+
+  private takeIdleGrad(zero: boolean): FloatArray | null {
+    const buf = this.dropIdleGrad();
     if (buf === null || buf.length !== this.data.length || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
     return zero ? buf.fill(0) : buf;
   }
@@ -304,6 +310,10 @@ export function broadcastStrides(shape: Shape, to: Shape): number[] {
  */
 export function passGrad(t: Tensor, g: FloatArray, from: Shape, owned = true): boolean {
   if (t.grad === null && g.length === t.size) {
+    // A kept buffer (a parameter after zeroGrad) goes to this pass's spares rather than waiting
+    // for a gradient that now comes in another buffer.
+    const idle = t.dropIdleGrad();
+    if (idle !== null) addSpare(idle);
     t.grad = owned ? g : copyOf(g);
     if (owned) taken.push(g);
     return owned;

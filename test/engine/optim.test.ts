@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { matmul, sum } from '../../src/engine/ops.js';
+import { add, matmul, sum } from '../../src/engine/ops.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier, SGD } from '../../src/engine/optim.js';
 import { setBackend, setDType } from '../../src/engine/runtime.js';
 import { backward, Tensor } from '../../src/engine/tensor.js';
@@ -44,11 +44,13 @@ describe('optimizers', () => {
 
   it('zeroGrad drops gradients (set_to_none): the next backward writes, in the same buffer; a step skips a parameter without one', () => {
     const w = new Tensor(Float32Array.from([1, 2, 3, 4, 5, 6]), [2, 3], true, 'w');
+    const bias = new Tensor(new Float32Array(6), [2, 3], true, 'b'); // its gradient comes by passGrad, as a copy
     const frozenThisStep = param([7, 8], [0, 0], 'u');
     const x = new Tensor(Float32Array.from([1, -1, 0.5, 2]), [2, 2]);
-    const opt = new AdamW([w, frozenThisStep], { lr: 0.1 });
+    const opt = new AdamW([w, bias, frozenThisStep], { lr: 0.1 });
     const gradOfW = () => {
-      backward(sum(matmul(x, w)));
+      backward(sum(add(matmul(x, w), bias)));
+      assert.deepEqual(Array.from(bias.grad ?? []), [1, 1, 1, 1, 1, 1]);
       return Array.from(w.grad ?? []);
     };
     const first = gradOfW();
