@@ -233,11 +233,14 @@ and each size gives training with each side at its faster precision. Each figure
 too: three on the Zen 5 on 2026-11-27 gave Debian PyTorch's 10m training 4,293, 3,737 and 4,251
 tokens/s and magrpo's fp32 6,146, 6,259 and 6,262, so 1.43×, 1.67× and 1.47× (the first began right
 after a demo run, load 1.7; the others on an idle machine; the last with PyTorch dropping its
-gradients). The record below, two hours later with the host slower for both sides (sgemm ceiling 218
-GFLOP/s against 227), gave 3,645 and 5,566: 1.53×. A ratio near its target can land on either side. Peers run with their own defaults and, where a
-setting matters, their best of the settings tried; PyTorch's training step drops its gradients
-(\`zero_grad(set_to_none=True)\`, its fastest; magrpo zero-fills) — results recorded before
-2026-11-27 22:30 had PyTorch zero-fill them too. llama.cpp samples only: each size is written as
+gradients); one two hours later, with the host slower for both sides (sgemm ceiling 218 GFLOP/s
+against 227), gave 3,645 and 5,566: 1.53×. A ratio near its target can land on either side. A run
+taken while another process used the CPU is worthless: one on 2026-11-28 that overlapped a
+compile and a short test run gave magrpo's 1m training 23,035 tokens/s against 40,000–46,000 idle.
+Peers run with their own defaults and, where a setting matters, their best of the settings tried.
+Both sides' training steps drop their gradients rather than zero-fill them (PyTorch's
+\`zero_grad(set_to_none=True)\`, its fastest; magrpo's \`zeroGrad()\` does the same since
+2026-11-28 02:34) — results recorded before 2026-11-27 22:30 had PyTorch zero-fill them too. llama.cpp samples only: each size is written as
 GGUF by magrpo's exporter (random weights, F32 and F16 matrices, a row each; 124m as llama.cpp's
 \`gpt2\` architecture, the others as \`llama\` / \`qwen2\`) and run through llama-cpp-python's
 batch API (\`scripts/bench_llama.py\`). Results recorded before the exporter wrote GPT-2 show
