@@ -6,10 +6,11 @@
  *
  * Inputs are rounded to bfloat16 (round to nearest even, subnormals to zero: bf16_from_f32) while
  * they are packed, so there is no separate conversion pass: VCVTNE2PS2BF16 rounds 32 floats in one
- * instruction (the integer rounding it replaced made packing 12% of the 10m bf16 training step). With AVX-512 BF16 (Zen 4/5, Cooper Lake, Sapphire Rapids) the
- * micro-kernel is VDPBF16PS: each fp32 lane accumulates a[2k]·b[2k] + a[2k+1]·b[2k+1], twice the
- * multiply-adds of an FMA per instruction. Elsewhere the same rounding feeds the fp32 sgemm, so
- * results agree across machines up to summation order, only the speed differs.
+ * instruction (the integer rounding it replaced made packing 12% of the 10m bf16 training step).
+ * With AVX-512 BF16 (Zen 4/5, Cooper Lake, Sapphire Rapids) the micro-kernel is VDPBF16PS: each
+ * fp32 lane accumulates a[2k]·b[2k] + a[2k+1]·b[2k+1], twice the multiply-adds of an FMA per
+ * instruction. Elsewhere the same rounding feeds the fp32 sgemm, so results agree across machines
+ * up to summation order, only the speed differs.
  *
  * Blocking as in sgemm.c (BLIS): B packed in panels of NR columns × KC inner (k-pairs
  * interleaved: dst[((q·kc2 + kk)·NR + j)·2 + {0,1}] = B[2kk + {0,1}][j]), A in panels of MR rows
