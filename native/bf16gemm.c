@@ -297,20 +297,17 @@ static void tiles_block(const Bf16Job *j, int64_t ic, int64_t mc, int64_t q0, in
   }
 }
 
-/* With rows enough for every thread, each takes an equal share of the MR-row panels (blocks of MC
- * rows inside it): whole MC blocks dealt out left 1024 rows as 576 against 448, the first thread's
- * share 12% over half. With fewer, threads split the B panels of each row block. */
+/* With rows enough for every thread, each takes its row_share (magrpo.h); with fewer, threads split
+ * the B panels of each row block. */
 static void job_tiles(int t, int T, void *ctx) {
   const Bf16Job *j = ctx;
   const GemmCall *g = j->g;
   uint16_t *Ap = bbuffer(1, (size_t)MC * (KC + 1));
   if (Ap == NULL) abort();
   if (j->splitsJ == 1) {
-    int64_t panels = (g->M + MR - 1) / MR, lo = panels * t / T * MR, hi = min64(g->M, panels * (t + 1) / T * MR);
-    /* equal blocks of at most MC rows, whole panels each, rather than MC blocks and a remainder */
-    int64_t mine = (hi - lo + MR - 1) / MR, blocks = (mine + MC / MR - 1) / (MC / MR);
-    for (int64_t b = 0; b < blocks; b++) {
-      int64_t ic = lo + mine * b / blocks * MR, end = min64(hi, lo + mine * (b + 1) / blocks * MR);
+    RowShare rs = row_share(g->M, MR, MC, t, T);
+    for (int64_t b = 0; b < rs.blocks; b++) {
+      int64_t ic = row_block_start(&rs, b), end = row_block_start(&rs, b + 1);
       if (end > ic) tiles_block(j, ic, end - ic, 0, j->nJ, Ap);
     }
     return;

@@ -111,6 +111,20 @@ typedef enum { ISA_GENERIC, ISA_AVX2, ISA_AVX512, ISA_COUNT } Isa;
 
 INLINE int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* A GEMM driver's rows for thread t of T (sgemm.c, bf16gemm.c): an equal share of the MR-row
+ * panels, cut into `blocks` equal blocks of at most MC rows, block b being rows [row_block_start(b),
+ * row_block_start(b + 1)) clipped to `hi`. Whole MC blocks dealt out had left 1024 rows as 576
+ * against 448, the first thread's share 12% over half. */
+typedef struct {
+  int64_t lo, hi, panels, blocks, MR;
+} RowShare;
+INLINE RowShare row_share(int64_t M, int64_t MR, int64_t MC, int t, int T) {
+  int64_t all = (M + MR - 1) / MR, lo = all * t / T * MR, hi = min64(M, all * (t + 1) / T * MR);
+  int64_t panels = (hi - lo + MR - 1) / MR;
+  return (RowShare){lo, hi, panels, (panels + MC / MR - 1) / (MC / MR), MR};
+}
+INLINE int64_t row_block_start(const RowShare *s, int64_t b) { return min64(s->hi, s->lo + s->panels * b / s->blocks * s->MR); }
+
 #define TARGET_generic
 #if defined(__x86_64__)
 #define MAGRPO_X86 1

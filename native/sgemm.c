@@ -301,19 +301,17 @@ typedef struct {
         ukr_##isa(false, j->kc, Ap + p * j->kc, bp, cq + p * g->ldc, g->ldc, g->alpha, min64(MR, mc - p), nr);       \
     }                                                                                                                \
   }                                                                                                                  \
-  /* With rows enough for every thread, each takes an equal share of the MR-row panels, in equal                     \
-   * blocks of at most MC rows (whole MC blocks dealt out left 1024 rows as 576 against 448); with                   \
-   * fewer, threads split the B panels of each row block. */                                                         \
+  /* With rows enough for every thread, each takes its row_share (magrpo.h); with fewer, threads                     \
+   * split the B panels of each row block. */                                                                        \
   TARGET_##isa static void sgemm_tiles__##isa(int t, int T, void *ctx) {                                             \
     const BlockJob *j = ctx;                                                                                         \
     const GemmCall *g = j->g;                                                                                        \
     float *Ap = pack_buffer(1, (size_t)MC * KC);                                                                     \
     if (Ap == NULL) abort(); /* 150-300 KB: the process is out of memory */                                          \
     if (j->splitsJ == 1) {                                                                                           \
-      int64_t panels = (g->M + MR - 1) / MR, lo = panels * t / T * MR, hi = min64(g->M, panels * (t + 1) / T * MR);  \
-      int64_t mine = (hi - lo + MR - 1) / MR, blocks = (mine + MC / MR - 1) / (MC / MR);                             \
-      for (int64_t b = 0; b < blocks; b++) {                                                                         \
-        int64_t ic = lo + mine * b / blocks * MR, end = min64(hi, lo + mine * (b + 1) / blocks * MR);                \
+      RowShare rs = row_share(g->M, MR, MC, t, T);                                                                   \
+      for (int64_t b = 0; b < rs.blocks; b++) {                                                                      \
+        int64_t ic = row_block_start(&rs, b), end = row_block_start(&rs, b + 1);                                     \
         if (end > ic) sgemm_rows__##isa(j, ic, end - ic, 0, j->nJ, Ap);                                              \
       }                                                                                                              \
       return;                                                                                                        \

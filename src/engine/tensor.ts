@@ -99,8 +99,7 @@ export class Tensor {
 
   private takeIdleGrad(zero: boolean): FloatArray | null {
     const buf = this.dropIdleGrad();
-    if (buf === null || buf.length !== this.data.length || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
-    return zero ? buf.fill(0) : buf;
+    return buf !== null && buf.length === this.data.length ? reuse(buf, zero) : null;
   }
 
   /** The single value of a one-element tensor. */
@@ -259,7 +258,12 @@ function addSpare(buf: FloatArray): void {
 /** A spare of length n and the active float type (zeroed unless `zero` is false), or null. */
 function takeSpare(n: number, zero = true): FloatArray | null {
   const buf = spares.get(n)?.pop();
-  if (buf === undefined || !(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
+  return buf === undefined ? null : reuse(buf, zero);
+}
+
+/** `buf` for a new gradient if it is of the active float type (zeroed unless `zero` is false), else null. */
+function reuse(buf: FloatArray, zero: boolean): FloatArray | null {
+  if (!(buf instanceof (getDType() === 'float64' ? Float64Array : Float32Array))) return null;
   return zero ? buf.fill(0) : buf;
 }
 
