@@ -188,6 +188,22 @@ export function permuteForRope(data: Float32Array, heads: number, cols: number):
   return out;
 }
 
+/** The inverse of permuteForRope: llama.cpp's interleaved pairs back to HF's rotate-half rows. */
+export function unpermuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
+  const rows = data.length / cols;
+  const D = rows / heads;
+  if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
+  const out = new Float32Array(data.length);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < D / 2; i++)
+      for (let j = 0; j < 2; j++) {
+        const src = (h * D + i * 2 + j) * cols;
+        const dst = (h * D + j * (D / 2) + i) * cols;
+        out.set(data.subarray(src, src + cols), dst);
+      }
+  return out;
+}
+
 /** llama.cpp's tensor names of one model family (gguf-py tensor_mapping.py). */
 interface TensorNames {
   /** Whole-model tensors, by full HF name. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import { type GenerationDefaults, readGenerationConfig, writeGenerationConfig } from './config.js';
 import { CheckpointError } from './errors.js';
+import { isGgufFile, loadGgufWeights, readGgufModel } from './gguf-import.js';
 import { loadModel, type SaveDtype, saveModel } from './load.js';
 import { type FinishReason, generate } from './sample.js';
 import { TextTokenizer } from './tokenizer.js';
@@ -49,8 +50,16 @@ export class LanguageModel {
     readonly source = '',
   ) {}
 
-  /** Loads config.json, weights, tokenizer.json and generation_config.json from a HF folder. */
+  /**
+   * Loads a model: a HF folder (config.json, weights, tokenizer.json, generation_config.json) or
+   * a GGUF file (dequantized to fp32 in memory; `magrpo convert` writes it as a folder once).
+   */
   static load(dir: string): LanguageModel {
+    if (isGgufFile(dir)) {
+      const m = readGgufModel(dir);
+      const tokenizer = TextTokenizer.fromFiles(m.tokenizerFiles, dir, m.generation);
+      return new LanguageModel(loadGgufWeights(m), tokenizer, m.generation, dir);
+    }
     const model = loadModel(dir);
     const tokenizer = TextTokenizer.fromDir(dir);
     const generation = readGenerationConfig(dir);
@@ -112,4 +121,11 @@ export class LanguageModel {
       finishReason: out.finishReasons[i],
     }));
   }
+}
+
+/** The tokenizer of a HF model folder or a GGUF file, without loading weights. */
+export function loadTokenizer(path: string): TextTokenizer {
+  if (!isGgufFile(path)) return TextTokenizer.fromDir(path);
+  const m = readGgufModel(path);
+  return TextTokenizer.fromFiles(m.tokenizerFiles, path, m.generation);
 }

@@ -23,7 +23,7 @@ export interface ChatMessage {
 }
 
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja'] as const;
-type TokenizerFile = (typeof TOKENIZER_FILES)[number];
+export type TokenizerFile = (typeof TOKENIZER_FILES)[number];
 const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'pad_token', 'unk_token'] as const;
 type SpecialTokenKey = (typeof SPECIAL_TOKEN_KEYS)[number];
 
@@ -69,6 +69,17 @@ export class TextTokenizer {
       const file = join(dir, name);
       if (existsSync(file)) files.set(name, readFileSync(file, 'utf8'));
     }
+    return TextTokenizer.fromFiles(files, dir, generationIds(dir));
+  }
+
+  /**
+   * A tokenizer from the texts of its files (tokenizer.json required), as if they were in the
+   * folder `dir` (which names them in errors); `generation` supplies the generation_config ids.
+   */
+  static fromFiles(files: ReadonlyMap<TokenizerFile, string>, dir: string, generation: GenerationDefaults): TextTokenizer {
+    const tokenizerFile = join(dir, 'tokenizer.json');
+    if (!files.has('tokenizer.json'))
+      throw new CheckpointError('TOKENIZER_MISSING', tokenizerFile, 'no tokenizer.json', 'save the tokenizer with a fast Hugging Face tokenizer');
     const configFile = join(dir, 'tokenizer_config.json');
     const config: Record<string, unknown> = { ...parseObject(files.get('tokenizer_config.json'), configFile) };
     // transformers lets special_tokens_map.json override tokenizer_config.json.
@@ -114,7 +125,6 @@ export class TextTokenizer {
       }
       return id;
     };
-    const generation = generationIds(dir);
     const generationEos = [generation.eosTokenId ?? []].flat();
     const eos = idOf('eos_token') ?? generationEos[0];
     if (eos === undefined) {
