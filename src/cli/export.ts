@@ -33,7 +33,7 @@ Examples:
   ${CLI} export --format gguf -m models/small --dtype f16 -o small-f16.gguf`,
     )
     .action((flags: ExportFlags) => {
-      checkModelFolder(flags.model, '--model');
+      flags.model = checkModelFolder(flags.model, '--model');
       if (flags.adapter && !(existsSync(flags.adapter) && statSync(flags.adapter).isDirectory() && existsSync(join(flags.adapter, 'adapter_config.json'))))
         throw new Error(`--adapter ${flags.adapter}: not a LoRA adapter folder (no adapter_config.json)`);
       const t0 = performance.now();

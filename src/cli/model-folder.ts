@@ -4,6 +4,8 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { isGgufFile } from '../model/gguf-import.js';
+import { findPullable, resolvePulled } from '../model/pull.js';
 import { didYouMean } from '../rl/config.js';
 import { CLI } from './options.js';
 
@@ -34,15 +36,21 @@ function modelsUnder(dir: string, depth: number, limit = 3): string[] {
   return found.slice(0, limit);
 }
 
-/** Throws an error naming `flag`, the folder and the fix unless `dir` is a Hugging Face-format model folder. */
-export function checkModelFolder(dir: string, flag: string): void {
+/**
+ * The model a `-m` argument names: a Hugging Face-format folder, a GGUF file, or the name of a
+ * pulled model (`magrpo pull`). Throws an error naming `flag`, the path and the fix otherwise.
+ */
+export function checkModelFolder(dir: string, flag: string): string {
+  if (!existsSync(dir) && findPullable(dir)) return resolvePulled(dir);
+  if (isGgufFile(dir)) return dir;
   if (!existsSync(dir)) {
     const parent = dirname(dir);
     const near = existsSync(parent) ? didYouMean(basename(dir), readdirSync(parent)) : null;
     throw new Error(`${flag}: ${dir} does not exist${near ? ` — did you mean ${join(parent, near)}?` : ''}`);
   }
-  if (!statSync(dir).isDirectory()) throw new Error(`${flag}: ${dir} is a file; give the model folder (the one with config.json)`);
-  if (isModel(dir)) return;
+  if (!statSync(dir).isDirectory())
+    throw new Error(`${flag}: ${dir} is a file but not a GGUF file; give the model folder (the one with config.json) or a .gguf file`);
+  if (isModel(dir)) return dir;
   if (existsSync(join(dir, 'adapter')) && !existsSync(join(dir, 'model')))
     throw new Error(
       `${flag}: ${dir} holds a LoRA adapter (adapter/), not a model; evaluate it with \`${CLI} eval <run-dir>\`, which loads it on its base model`,

@@ -1,6 +1,7 @@
 /** The `magrpo` program: every subcommand (each in its own module) and how help is shown. */
 import { Command, Help, type Option } from 'commander';
 import { registerBench } from './bench.js';
+import { registerConvert } from './convert.js';
 import { registerDashboard } from './dashboard.js';
 import { registerDemo } from './demo.js';
 import { registerDoctor } from './doctor.js';
@@ -9,6 +10,7 @@ import { registerExport } from './export.js';
 import { registerInit } from './init.js';
 import { CLI } from './options.js';
 import { registerPretrain } from './pretrain.js';
+import { registerPull } from './pull.js';
 import { registerSample } from './sample.js';
 import { registerSchema } from './schema.js';
 import { registerServe } from './serve.js';
@@ -59,6 +61,8 @@ any project that installs magrpo; after \`npm install -g magrpo\`, plain \`magrp
   registerSample(program);
   registerServe(program);
   registerExport(program);
+  registerConvert(program);
+  registerPull(program);
   registerBench(program);
   registerDoctor(program);
   registerPretrain(program);

@@ -51,7 +51,7 @@ Examples:
     .action((flags: SampleFlags) => {
       if (flags.backend) setBackend(flags.backend);
       if (flags.precision) setPrecision(flags.precision);
-      checkModelFolder(flags.model, '--model');
+      flags.model = checkModelFolder(flags.model, '--model');
       const lm = LanguageModel.load(flags.model);
       const prompt = flags.chat ? lm.tokenizer.applyChatTemplate([{ role: 'user', content: flags.prompt }], { addGenerationPrompt: true }) : flags.prompt;
       const t0 = performance.now();

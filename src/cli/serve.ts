@@ -60,7 +60,7 @@ Examples:
     .action(async (flags: ServeFlags) => {
       if (flags.backend) setBackend(flags.backend);
       if (flags.precision) setPrecision(flags.precision);
-      checkModelFolder(flags.model, '--model');
+      flags.model = checkModelFolder(flags.model, '--model');
       let apiKey: string | null = null;
       if (flags.apiKeyEnv) {
         apiKey = process.env[flags.apiKeyEnv] ?? '';

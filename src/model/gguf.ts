@@ -18,11 +18,11 @@
  *   as the converter did before llama.cpp #12456 (March 2025): older llama.cpp refuses a GPT-2
  *   file without it, newer ones take either.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import type { ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
+import { ggufTensorName, permuteForRope } from './gguf-names.js';
 import { loadLora, mergeLora } from './lora.js';
 import { LanguageModel } from './pretrained.js';
 import { f32ToF16 } from './safetensors.js';
@@ -169,99 +169,6 @@ export function writeGguf(file: string, metadata: [string, GgufValue][], tensors
   ]);
 }
 
-/**
- * HF's rotate-half layout → llama.cpp's interleaved pairs for one projection's rows
- * (convert_hf_to_gguf.py `permute`: reshape(heads, 2, D/2, cols).swapaxes(1, 2)).
- */
-export function permuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
-  const rows = data.length / cols;
-  const D = rows / heads;
-  if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
-  const out = new Float32Array(data.length);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < D / 2; i++)
-      for (let j = 0; j < 2; j++) {
-        const src = (h * D + j * (D / 2) + i) * cols;
-        const dst = (h * D + i * 2 + j) * cols;
-        out.set(data.subarray(src, src + cols), dst);
-      }
-  return out;
-}
-
-/** The inverse of permuteForRope: llama.cpp's interleaved pairs back to HF's rotate-half rows. */
-export function unpermuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
-  const rows = data.length / cols;
-  const D = rows / heads;
-  if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
-  const out = new Float32Array(data.length);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < D / 2; i++)
-      for (let j = 0; j < 2; j++) {
-        const src = (h * D + i * 2 + j) * cols;
-        const dst = (h * D + j * (D / 2) + i) * cols;
-        out.set(data.subarray(src, src + cols), dst);
-      }
-  return out;
-}
-
-/** llama.cpp's tensor names of one model family (gguf-py tensor_mapping.py). */
-interface TensorNames {
-  /** Whole-model tensors, by full HF name. */
-  fixed: Record<string, string>;
-  /** A block tensor's HF name: block index, part, then weight or bias. */
-  block: RegExp;
-  /** Block parts → llama.cpp's `blk.N.<name>`. */
-  parts: Record<string, string>;
-}
-
-const TENSOR_NAMES: Record<ModelConfig['arch'], TensorNames> = {
-  llama: {
-    fixed: {
-      'model.embed_tokens.weight': 'token_embd.weight',
-      'model.norm.weight': 'output_norm.weight',
-      'lm_head.weight': 'output.weight',
-    },
-    block: /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/,
-    parts: {
-      input_layernorm: 'attn_norm',
-      'self_attn.q_proj': 'attn_q',
-      'self_attn.k_proj': 'attn_k',
-      'self_attn.v_proj': 'attn_v',
-      'self_attn.o_proj': 'attn_output',
-      post_attention_layernorm: 'ffn_norm',
-      'mlp.gate_proj': 'ffn_gate',
-      'mlp.up_proj': 'ffn_up',
-      'mlp.down_proj': 'ffn_down',
-    },
-  },
-  gpt2: {
-    fixed: {
-      'transformer.wte.weight': 'token_embd.weight',
-      'transformer.wpe.weight': 'position_embd.weight',
-      'transformer.ln_f.weight': 'output_norm.weight',
-      'transformer.ln_f.bias': 'output_norm.bias',
-    },
-    block: /^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$/,
-    parts: {
-      ln_1: 'attn_norm',
-      'attn.c_attn': 'attn_qkv',
-      'attn.c_proj': 'attn_output',
-      ln_2: 'ffn_norm',
-      'mlp.c_fc': 'ffn_up',
-      'mlp.c_proj': 'ffn_down',
-    },
-  },
-};
-
-/** llama.cpp's name of a HF tensor of a Llama-family (default) or GPT-2 model, or null for one it has no use for. */
-export function ggufTensorName(hf: string, family: ModelConfig['arch'] = 'llama'): string | null {
-  const names = TENSOR_NAMES[family];
-  if (Object.hasOwn(names.fixed, hf)) return names.fixed[hf];
-  const m = names.block.exec(hf);
-  if (!m || !Object.hasOwn(names.parts, m[2])) return null;
-  return `blk.${m[1]}.${names.parts[m[2]]}.${m[3]}`;
-}
-
 /** Row-major [rows, cols] → [cols, rows]. */
 function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(data.length);
@@ -278,7 +185,7 @@ interface HfTokenizerJson {
 /** tokenizer.ggml.* metadata of a byte-level BPE tokenizer.json, padded to the model's vocabulary. */
 export function tokenizerMetadata(dir: string, lm: LanguageModel): [string, GgufValue][] {
   const file = join(dir, 'tokenizer.json');
-  const json = JSON.parse(readFileSync(file, 'utf8')) as HfTokenizerJson;
+  const json = JSON.parse(lm.tokenizer.fileText('tokenizer.json') ?? '{}') as HfTokenizerJson;
   if (json.model?.type !== 'BPE' || !json.model.vocab)
     throw new CheckpointError(
       'UNSUPPORTED_FEATURE',
@@ -322,14 +229,16 @@ export function tokenizerMetadata(dir: string, lm: LanguageModel): [string, Gguf
   if (tk.bosId !== null) meta.push(['tokenizer.ggml.bos_token_id', { type: 'u32', value: tk.bosId }]);
   const addsBos = tk.bosId !== null && tk.encode('a')[0] === tk.bosId;
   meta.push(['tokenizer.ggml.add_bos_token', { type: 'bool', value: addsBos }], ['tokenizer.ggml.add_eos_token', { type: 'bool', value: false }]);
-  const template = chatTemplateOf(dir);
+  const template = chatTemplateOf(lm);
   if (template) meta.push(['tokenizer.chat_template', { type: 'string', value: template }]);
   return meta;
 }
 
-function chatTemplateOf(dir: string): string | null {
+function chatTemplateOf(lm: LanguageModel): string | null {
+  const jinja = lm.tokenizer.fileText('chat_template.jinja');
+  if (jinja !== undefined) return jinja;
   try {
-    const cfg = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as { chat_template?: unknown };
+    const cfg = JSON.parse(lm.tokenizer.fileText('tokenizer_config.json') ?? '{}') as { chat_template?: unknown };
     return typeof cfg.chat_template === 'string' ? cfg.chat_template : null;
   } catch {
     return null;
@@ -423,7 +332,7 @@ export function ggufOfModel(
 /** Writes the model folder `dir` (plus an optional merged adapter) as a GGUF file. Returns the tensor count. */
 export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: GgufArchitecture } {
   const lm = LanguageModel.load(dir);
-  const configFile = join(dir, 'config.json');
+  const configFile = lm.source.endsWith('.gguf') ? lm.source : join(dir, 'config.json');
   const why = ggufUnsupported(lm.model.config);
   if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, why, UNSUPPORTED_HINT[why] ?? 'export a Llama, Qwen2 or GPT-2 model');
   if (opts.adapter) {

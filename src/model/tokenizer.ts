@@ -192,6 +192,11 @@ export class TextTokenizer {
     });
   }
 
+  /** The text of one of the tokenizer's files as loaded (undefined when it had none). */
+  fileText(name: TokenizerFile): string | undefined {
+    return this.files.get(name);
+  }
+
   /** Writes the tokenizer files exactly as they were read (each atomically) into `dir`. */
   saveTo(dir: string): void {
     mkdirSync(dir, { recursive: true });

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Environment } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
+import { findPullable, resolvePulled } from '../model/pull.js';
 import { didYouMean, type MagrpoConfig, resolveConfig } from '../rl/config.js';
 import { loadRunConfig } from './config-file.js';
 import type { RunConfig } from './run-config.js';
@@ -43,10 +44,12 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
   const { config, raw } = loadRunConfig(file, sets);
   const base = dirname(resolve(file));
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  // `model:` may name a pulled model (`magrpo pull`) instead of a path.
+  const modelPath = (p: string) => (!existsSync(abs(p)) && findPullable(p) ? resolvePulled(p) : abs(p));
   const env = await loadEnvironment(config.env, base);
   const explicitN = (raw.trainer as { num_agents?: number } | undefined)?.num_agents;
   const numAgents = config.models?.length ?? explicitN ?? env.numAgents;
-  const models = config.models ? config.models.map(abs) : new Array<string>(numAgents).fill(abs(config.model as string));
+  const models = config.models ? config.models.map(modelPath) : new Array<string>(numAgents).fill(modelPath(config.model as string));
   const trainer = resolveConfig({ ...config.trainer, num_agents: models.length }, `${file} (trainer)`);
   const options = { ...config.env.options };
   for (const key of (config.env.name && envEntry(config.env.name)?.pathOptions) || [])
@@ -54,7 +57,7 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
   const resolved: RunConfig = {
     ...config,
     env: { ...config.env, options, ...(config.env.module ? { module: abs(config.env.module) } : {}) },
-    ...(config.model ? { model: abs(config.model) } : { models }),
+    ...(config.model ? { model: modelPath(config.model) } : { models }),
     trainer,
   };
   const keep = config.env.max_prompt_tokens === null ? undefined : promptFits(env, models, config.env.max_prompt_tokens);

@@ -8,7 +8,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Environment, EpisodeResult } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
-import { TextTokenizer } from '../model/tokenizer.js';
+import { loadTokenizer } from '../model/pretrained.js';
 import { formattersFor, type Task } from '../rl/task.js';
 import type { RunConfig } from './run-config.js';
 
@@ -108,6 +108,6 @@ export function splits(env: AnyEnv, section: RunConfig['env'], keep: (item: unkn
 export function promptFits(env: AnyEnv, models: readonly string[], maxTokens: number): (item: unknown) => boolean {
   const all = env.defaultSplits();
   const formatters = formattersFor(env.task({ train: all.train, eval: all.eval }), models.length);
-  const tokenizers = models.map((m) => TextTokenizer.fromDir(m));
+  const tokenizers = models.map((m) => loadTokenizer(m));
   return (item) => formatters.every((f, i) => tokenizers[i].encode(f(item)).length <= maxTokens);
 }
