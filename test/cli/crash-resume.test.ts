@@ -1,11 +1,15 @@
 /**
- * kill -9 at random points of a short `magrpo train` run, including inside checkpoint writes, then
- * `--resume` until it finishes: the final weights and optimizer state equal an uninterrupted run's
+ * kill -9 at seeded random points of a short `magrpo train` run, including inside checkpoint writes,
+ * then `--resume` until it finishes: the final weights and optimizer state equal an uninterrupted run's
  * bit for bit, no incomplete checkpoint is ever what `latest` resolves to, and metrics.jsonl,
  * samples.jsonl and the TensorBoard events hold every step exactly once, as the uninterrupted run's.
+ *
+ * The runs kill themselves (test/cli/fixtures/kill-points.mjs, a preload) at a point counted in
+ * checkpoints and file-system changes, never in time: where each kill lands is the same on any
+ * machine at any load, and a kill can never come after the run has finished.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -19,12 +23,16 @@ import { makeTinyModel } from '../helpers/tiny-model.js';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
 const ENV_MODULE = join(import.meta.dirname, 'fixtures', 'coordination-env.ts');
-const PAUSE = pathToFileURL(join(import.meta.dirname, 'fixtures', 'pause-in-checkpoint.mjs')).href;
+const KILL_POINTS = pathToFileURL(join(import.meta.dirname, 'fixtures', 'kill-points.mjs')).href;
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const TSX = import.meta.resolve('tsx');
 const ITEMS = 30;
-/** Kill schedule: "pause" kills inside the n-th checkpoint write of a session, "at" after checkpoint k plus a random delay. */
-type Kill = { mode: 'pause'; n: number } | { mode: 'at'; items: number; delayMs: number };
+/**
+ * Kill schedule: "write" kills inside the n-th checkpoint write of a session (agent 1's weights
+ * half-written); "after" at the op-th file-system change after the session's checkpoint-th commit
+ * (a log append, a TensorBoard record, a file of the next checkpoint, …; about 50 changes per item).
+ */
+type Kill = { mode: 'write'; n: number } | { mode: 'after'; checkpoint: number; op: number };
 
 let tmp = '';
 let config = '';
@@ -79,36 +87,15 @@ function checkpointedItems(dir: string): number {
   return m ? Number(m[1]) : 0;
 }
 
-/** Starts a session and kill -9s it as `kill` says; resolves once it is dead. */
-async function killedSession(name: string, resume: boolean, kill: Kill): Promise<{ stderr: string; killed: boolean }> {
-  const env = childEnv(kill.mode === 'pause' ? { MAGRPO_TEST_PAUSE_AT_CHECKPOINT: String(kill.n) } : {});
-  const child: ChildProcess = spawn(process.execPath, ['--import', TSX, '--import', PAUSE, MAIN, ...args(name, resume)], { cwd: tmp, env });
-  let stderr = '';
-  let killed = false;
-  const dir = join(tmp, 'runs', name);
-  const exited = new Promise<void>((ok) => child.on('exit', () => ok()));
-  const killNow = () => {
-    if (!killed && child.exitCode === null) {
-      killed = true;
-      child.kill('SIGKILL');
-    }
-  };
-  child.stderr?.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    if (kill.mode === 'pause' && stderr.includes('[test] paused inside checkpoint write')) killNow();
-  });
-  let poll: NodeJS.Timeout | undefined;
-  if (kill.mode === 'at') {
-    poll = setInterval(() => {
-      if (checkpointedItems(dir) >= kill.items) {
-        clearInterval(poll);
-        setTimeout(killNow, kill.delayMs);
-      }
-    }, 5);
-  }
-  await exited;
-  clearInterval(poll);
-  return { stderr, killed };
+/** Runs a session that kill -9s itself where `kill` says; `killed` is false if it ended otherwise. */
+function killedSession(name: string, resume: boolean, kill: Kill): { stderr: string; killed: boolean } {
+  const env = childEnv(
+    kill.mode === 'write'
+      ? { MAGRPO_TEST_KILL_IN_CHECKPOINT: String(kill.n) }
+      : { MAGRPO_TEST_KILL_AFTER_CHECKPOINT: String(kill.checkpoint), MAGRPO_TEST_KILL_AT_OP: String(kill.op) },
+  );
+  const r = spawnSync(process.execPath, ['--import', TSX, '--import', KILL_POINTS, MAIN, ...args(name, resume)], { cwd: tmp, encoding: 'utf8', env });
+  return { stderr: r.stderr, killed: r.signal === 'SIGKILL' && r.stderr.includes('[test] kill -9 ') };
 }
 
 /** Every checkpoint `latest` resolves to loads: complete state, readable weights and moments. */
@@ -146,30 +133,24 @@ function tensorboardScalars(dir: string): { step: number; scalars: Record<string
 }
 
 describe('kill -9 and --resume', () => {
-  it('the resumed run equals the uninterrupted one bit for bit, logs without duplicate or missing steps', async () => {
+  it('the resumed run equals the uninterrupted one bit for bit, logs without duplicate or missing steps', (t) => {
     runToEnd('straight', false);
     const straight = join(tmp, 'runs', 'straight');
 
     const rng = new Rng(2026);
-    const schedule: Kill[] = [
-      { mode: 'pause', n: 3 },
-      { mode: 'at', items: 0, delayMs: 0 },
-      { mode: 'pause', n: 2 },
-      { mode: 'at', items: 0, delayMs: 0 },
-      { mode: 'pause', n: 1 },
-      { mode: 'at', items: 0, delayMs: 0 },
-    ];
+    // 'after': 1-4 checkpoints into the session, at one of the next 60 file-system changes (at
+    // most 24 of the 30 items are done before the last kill, so every kill point is reached)
+    const schedule: (Kill | 'after')[] = [{ mode: 'write', n: 3 }, 'after', { mode: 'write', n: 2 }, 'after', { mode: 'write', n: 1 }, 'after'];
     const crashed = join(tmp, 'runs', 'crashed');
     let midWrite = 0;
     let kills = 0;
     for (const [round, planned] of schedule.entries()) {
-      const done = checkpointedItems(crashed);
-      // random kill points: a few items past the last checkpoint, at a random moment of an item
-      const kill: Kill = planned.mode === 'at' ? { mode: 'at', items: done + 1 + Math.floor(rng.next() * 4), delayMs: Math.floor(rng.next() * 120) } : planned;
-      const s = await killedSession('crashed', round > 0, kill);
+      const kill: Kill = planned === 'after' ? { mode: 'after', checkpoint: 1 + Math.floor(rng.next() * 4), op: Math.floor(rng.next() * 60) } : planned;
+      const s = killedSession('crashed', round > 0, kill);
       assert.ok(s.killed, `round ${round}: the run ended before the planned kill (${JSON.stringify(kill)}):\n${s.stderr}`);
       kills++;
-      if (kill.mode === 'pause') {
+      t.diagnostic(`round ${round}: ${/\[test\] (kill -9 .*)/.exec(s.stderr)?.[1]}, ${checkpointedItems(crashed)} items checkpointed`);
+      if (kill.mode === 'write') {
         // The kill landed inside the write: a temp checkpoint folder holds a half-written weights file.
         const temps = readdirSync(join(crashed, 'checkpoints')).filter((d) => /\.tmp-\d+$/.test(d));
         assert.equal(temps.length, 1, `round ${round}: expected one temp checkpoint folder`);
