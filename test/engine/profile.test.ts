@@ -53,12 +53,25 @@ describe('per-kernel timings', () => {
   });
 
   it('MAGRPO_DEBUG_SKIP_S leaves out the calls of the first seconds, and rejects what is not a number of seconds', () => {
-    const script = join(tmp, 'skip.ts');
+    const script = join(tmp, 'skip.mts');
     const runtime = fileURLToPath(new URL('../../src/engine/runtime.ts', import.meta.url));
-    // One product at once, then two more after 600 ms: a 0.3 s skip counts only the two.
+    // One product at once, then two more 1 s later: a 0.3 s skip counts only the two. The clock is
+    // the script's own (performance.now, which the profiler reads, replaced before the engine
+    // loads), so how long loading takes on a busy machine cannot move a call across the 0.3 s.
     writeFileSync(
       script,
-      `import { backend } from ${JSON.stringify(runtime)};\nconst C = new Float32Array(4);\nconst g = () => backend().gemm(false, false, 2, 2, 2, 1, new Float32Array(4), 0, 2, new Float32Array(4), 0, 2, 0, C, 0, 2);\ng();\nsetTimeout(() => { g(); g(); }, 600);\n`,
+      [
+        'let now = 0;',
+        'performance.now = () => now;',
+        `const { backend } = await import(${JSON.stringify(runtime)});`,
+        'const C = new Float32Array(4);',
+        'const g = () => backend().gemm(false, false, 2, 2, 2, 1, new Float32Array(4), 0, 2, new Float32Array(4), 0, 2, 0, C, 0, 2);',
+        'g();',
+        'now = 1000;',
+        'g();',
+        'g();',
+        '',
+      ].join('\n'),
     );
     const run = (skip: string) =>
       spawnSync(process.execPath, [...process.execArgv, script], {
