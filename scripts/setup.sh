@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
 # the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama] [--strict]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-learner: also the PyTorch learner's virtualenv .cache/venv-learner (learner/README.md)
 #     --with-llama:   also llama-cpp-python and its server in .cache/venv-llama (compiled: ~10-15 min)
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
 #     --with-data:    also the Debian packages the large pretraining corpus reads
 #                     (src/data/large-sources.ts; build it with `npm run data:large`)
+#     --strict:       a requested --with-learner, --with-llama or --with-browser that does not install
+#                     is an error (exit 1, with the reason) instead of a note that its tests will be
+#                     skipped; scripts/test.sh passes it on CI, where those tests must run
 set -euo pipefail
 with_torch=""
 with_browser=""
 with_data=""
 with_learner=""
 with_llama=""
+strict=""
 for arg in "$@"; do
   case "$arg" in
     --with-torch) with_torch=1 ;;
@@ -21,12 +25,22 @@ for arg in "$@"; do
     --with-data) with_data=1 ;;
     --with-learner) with_learner=1 ;;
     --with-llama) with_llama=1 ;;
+    --strict) strict=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
   esac
 done
 cd "$(dirname "$0")/.."
 mkdir -p .stamps
 say() { [ -n "${MAGRPO_QUIET:-}" ] || echo "[setup] $*" >&2; }
+# An optional stack that was asked for did not install: a note (its tests skip), or with --strict
+# an error that ends the setup (printed even with MAGRPO_QUIET).
+optional_failed() {
+  if [ -n "$strict" ]; then
+    echo "[setup] error (--strict): $*" >&2
+    exit 1
+  fi
+  say "$*"
+}
 
 apt_install() {
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -70,17 +84,17 @@ if [ -n "$with_learner" ] && { [ ! -f .stamps/learner ] || [ -n "$(find learner 
   export PIP_CACHE_DIR="$PWD/.cache/pip"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
   say "learner venv + learner/requirements.txt (torch from PyPI: several GB the first time)"
-  # Not fatal: without the learner its tests say SKIPPED with the reason, everything else runs.
+  # Not fatal without --strict: without the learner its tests say SKIPPED with the reason.
   if "$venv/bin/pip" install -q -r learner/requirements.txt >&2 && "$venv/bin/python" -c "import torch, transformers, peft"; then
     touch .stamps/learner
   else
-    say "the learner's requirements did not install; test/rl/learner-torch.test.ts will be skipped"
+    optional_failed "the learner's requirements did not install (pip's or Python's error above); test/rl/learner-torch.test.ts will be skipped"
   fi
 fi
 
 # 2a'. Optional: llama.cpp (llama-cpp-python, compiled from PyPI's source distribution with the
 #     machine's compiler) and its OpenAI-compatible server, in .cache/venv-llama: the llama.cpp peer
-#     of `magrpo bench` and test/rollout/llama-cpp.test.ts. Not fatal: those skip without it.
+#     of `magrpo bench` and test/rollout/llama-cpp.test.ts. Not fatal without --strict: those skip without it.
 if [ -n "$with_llama" ] && { [ ! -f .stamps/llama ] || [ scripts/requirements-llama.txt -nt .stamps/llama ]; }; then
   venv=.cache/venv-llama
   mkdir -p .cache
@@ -90,14 +104,14 @@ if [ -n "$with_llama" ] && { [ ! -f .stamps/llama ] || [ scripts/requirements-ll
     "$venv/bin/python" -c "import llama_cpp, llama_cpp.server.app"; then
     touch .stamps/llama
   else
-    say "llama-cpp-python did not install; the llama.cpp bench peer and test/rollout/llama-cpp.test.ts will be skipped"
+    optional_failed "llama-cpp-python did not install (pip's or Python's error above); the llama.cpp bench peer and test/rollout/llama-cpp.test.ts will be skipped"
   fi
 fi
 
 # 2b. Optional: chromium for test/dashboard/browser.test.ts (driven by playwright-core, which
 #     downloads no browser of its own; the test is skipped without /usr/bin/chromium).
 if [ -n "$with_browser" ] && [ ! -x /usr/bin/chromium ]; then
-  apt_install chromium || say "chromium unavailable: the dashboard browser test will be skipped"
+  apt_install chromium || optional_failed "chromium did not install (apt-get's error above): the dashboard browser test will be skipped"
 fi
 
 # 2c. Optional: the large corpus's Debian sources (texts, documentation, Python packages' sources).

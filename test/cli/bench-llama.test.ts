@@ -21,6 +21,7 @@ import { parseModelConfig } from '../../src/model/config.js';
 import { ggufUnsupported } from '../../src/model/gguf.js';
 import { createModel } from '../../src/model/load.js';
 import { llamaLogits } from '../helpers/llama-cpp.js';
+import { optionalSkip } from '../helpers/skip.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const script = join(root, 'scripts', 'bench_llama.py');
@@ -31,7 +32,7 @@ after(() => rmSync(tmp, { recursive: true, force: true }));
 const llamaPython = ['/usr/bin/python3', ...pypiCandidates(root)].find(
   (py) => spawnSync(py, ['-c', 'import llama_cpp'], { encoding: 'utf8', timeout: 60_000 }).status === 0,
 );
-const skip = llamaPython === undefined ? 'llama_cpp is not importable by any Python the bench looks in (pip install llama-cpp-python)' : false;
+const skip = optionalSkip('llama', llamaPython === undefined && 'llama_cpp is not importable by any Python the bench looks in (pip install llama-cpp-python)');
 if (skip) console.log(`# bench-llama: skipping the llama.cpp tests: ${skip}`);
 
 /** Test-scale sizes next to the bench's: GPT-2-shaped, and one the exporter refuses (sliding window). */

@@ -15,11 +15,12 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { type DashboardServer, startDashboard } from '../../src/dashboard/server.js';
+import { optionalSkip } from '../helpers/skip.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'run-coordination');
 const ARTIFACTS = resolve(import.meta.dirname, '..', '..', 'test-artifacts');
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (bash scripts/setup.sh --with-browser)`;
+const skip = optionalSkip('browser', !existsSync(CHROMIUM) && `${CHROMIUM} is not installed (bash scripts/setup.sh --with-browser)`);
 
 type Row = Record<string, number>;
 const rows: Row[] = readFileSync(join(FIXTURE, 'metrics.jsonl'), 'utf8')

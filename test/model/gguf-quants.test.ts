@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { DEQUANTIZABLE_TYPES, dequantize, GGML_TYPES, GgmlQuantError, ggmlByteSize, ggmlTypeName } from '../../src/model/gguf-quants.js';
+import { skipTest } from '../helpers/skip.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -184,7 +185,7 @@ function randomBlocks(rng: Rng, type: number, nBlocks: number): Uint8Array {
 describe('dequantize: live against gguf-py', () => {
   it('fresh random blocks of every supported type, and the type table', (t) => {
     if (ggufPython === undefined) {
-      t.skip('no Python with gguf and numpy (set MAGRPO_GGUF_PYTHON, or bash scripts/setup.sh --with-llama)');
+      skipTest(t, 'llama', 'no Python with gguf and numpy (set MAGRPO_GGUF_PYTHON, or bash scripts/setup.sh --with-llama)');
       return;
     }
     const seed = Date.now() % 1_000_000_007;

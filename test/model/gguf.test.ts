@@ -20,6 +20,7 @@ import { applyLora, mergeLora, saveLora } from '../../src/model/lora.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import { f16ToF32 } from '../../src/model/safetensors.js';
 import { llamaLogits } from '../helpers/llama-cpp.js';
+import { optionalSkip } from '../helpers/skip.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const MICRO = join(ROOT, 'models', 'micro');
@@ -226,7 +227,7 @@ describe('GGUF export', () => {
     .map((v) => join(ROOT, '.cache', v, 'bin', 'python'))
     .find((p) => existsSync(p) && spawnSync(p, ['-c', 'import gguf'], { stdio: 'ignore' }).status === 0);
   it("llama.cpp's gguf-py reads the same file", {
-    skip: py ? false : 'no Python with the gguf package (bash scripts/setup.sh --with-llama, or pip install gguf in .cache/gguf-venv)',
+    skip: optionalSkip('llama', !py && 'no Python with the gguf package (bash scripts/setup.sh --with-llama, or pip install gguf in .cache/gguf-venv)'),
   }, () => {
     const script = `
 import sys, json
@@ -258,7 +259,10 @@ const llamaPython = [
 ]
   .filter((p): p is string => p !== undefined && (p === 'python3' || existsSync(p)))
   .find((p) => spawnSync(p, ['-c', 'import llama_cpp'], { stdio: 'ignore', timeout: 60_000 }).status === 0);
-const noLlama = llamaPython === undefined ? 'no Python here imports llama_cpp (bash scripts/setup.sh --with-llama, or pip install llama-cpp-python)' : false;
+const noLlama = optionalSkip(
+  'llama',
+  llamaPython === undefined && 'no Python here imports llama_cpp (bash scripts/setup.sh --with-llama, or pip install llama-cpp-python)',
+);
 if (noLlama) console.log(`# gguf: skipping the llama.cpp runs: ${noLlama}`);
 
 describe('GGUF export of a GPT-2 model', () => {

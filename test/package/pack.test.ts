@@ -15,9 +15,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { optionalSkip } from '../helpers/skip.js';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const skip = process.env.MAGRPO_SKIP_PACK_TEST === '1' ? 'MAGRPO_SKIP_PACK_TEST=1' : false;
+const skip = optionalSkip('pack-opt-out', process.env.MAGRPO_SKIP_PACK_TEST === '1' && 'MAGRPO_SKIP_PACK_TEST=1');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const MINUTE = 60_000;
 
@@ -66,7 +67,10 @@ describe('the npm package, installed as a user installs it', { skip, timeout: 20
   });
 
   it('the prebuilt addon links only libc, libm, libdl and libpthread and needs glibc 2.28 at most', {
-    skip: process.platform !== 'linux' || process.arch !== 'x64',
+    skip: optionalSkip(
+      'prebuild-linux-x64',
+      (process.platform !== 'linux' || process.arch !== 'x64') && `no prebuilt addon for ${process.platform}-${process.arch}`,
+    ),
   }, () => {
     const file = join(ROOT, 'native', 'prebuilds', 'linux-x64', 'magrpo.napi.glibc.node');
     const dyn = execFileSync('objdump', ['-p', '-T', file], { encoding: 'utf8' });

@@ -17,6 +17,7 @@ import { CheckpointWriteError, logSizes, resolveCheckpoint, rollbackLogs } from 
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { optionalSkip } from '../helpers/skip.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
 type Item = { prompt: string };
@@ -104,7 +105,7 @@ async function diskFullScenario(out: string, fill: () => () => void): Promise<vo
 describe('checkpoint faults', () => {
   const root = process.getuid?.() === 0;
   it('a real full disk (16 MiB tmpfs) during a checkpoint', {
-    skip: root ? false : 'mounting a tmpfs needs root; the injected ENOSPC test below covers the same path',
+    skip: optionalSkip('root', !root && 'mounting a tmpfs needs root; the injected ENOSPC test below covers the same path'),
   }, async () => {
     const mnt = join(tmp, 'tmpfs');
     mkdirSync(mnt);

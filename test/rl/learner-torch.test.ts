@@ -34,6 +34,7 @@ import { PolicyAgent } from '../../src/rl/agent.js';
 import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
 import { type LearnerConfig, LearnerError, LearnerProcess, specFor, TorchLearner } from '../../src/rl/torch-learner.js';
+import { skipTest } from '../helpers/skip.js';
 
 const MODEL = join('models', 'micro');
 const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
@@ -168,7 +169,7 @@ for (const parallel of ['ddp', 'fsdp'] as const) {
     });
 
     it('same loss, log-probs, KL, clip fraction, grad norm and updated LoRA weights within 1e-5; save_state/load_state round trip', async (t) => {
-      if (skip || !proc) return t.skip(skip ?? 'no learner');
+      if (skip || !proc) return skipTest(t, 'learner', skip ?? 'no learner');
       /** Worst relative difference seen, by quantity (printed: the measured tolerances). */
       const worst: Record<string, number> = {};
       const check = (a: number, b: number, what: string, kind: string) => {
@@ -238,7 +239,7 @@ for (const parallel of ['ddp', 'fsdp'] as const) {
     });
 
     it('full fine-tuning (every weight trainable, tied embeddings): same loss, log-probs, grad norm and updated weights within 1e-5', async (t) => {
-      if (skip || !proc) return t.skip(skip ?? 'no learner');
+      if (skip || !proc) return skipTest(t, 'learner', skip ?? 'no learner');
       const spec: LearnerSpec = { ...SPEC, index: 1, lora: null };
       const batch = minibatch(loraModel());
       const local = new LocalLearner(spec, LanguageModel.load(MODEL));
@@ -276,7 +277,7 @@ for (const parallel of ['ddp', 'fsdp'] as const) {
 
 describe('PyTorch learner: the example task, local vs torch', () => {
   it('6 items of configs/custom/config.yaml log the same per-agent losses and grad norms within 1e-3', async (t) => {
-    if (skip) return t.skip(skip);
+    if (skip) return skipTest(t, 'learner', skip);
     const out = mkdtempSync(join(tmpdir(), 'learner-trainer-'));
     try {
       const run = (name: string, extra: string[]) => {
@@ -344,7 +345,7 @@ describe('magrpo checkpoints in transformers + peft', () => {
 
   for (const lora of [true, false]) {
     it(`a checkpoint's ${lora ? 'LoRA adapter' : 'full weights'} give magrpo's logits in transformers${lora ? ' + peft' : ''}`, async (t) => {
-      if (skip) return t.skip(skip);
+      if (skip) return skipTest(t, 'learner', skip);
       const dir = mkdtempSync(join(tmpdir(), 'learner-interop-'));
       try {
         const agent = new PolicyAgent({ ...SPEC, lora: lora ? LORA : null, ppoClipEps: null, referenceKl: null, seed: 5, lr: 0.02, maxGradNorm: null });

@@ -30,6 +30,7 @@ import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { OpenAISampler } from '../../src/rollout/openai.js';
 import { type RunReport, trainRun } from '../../src/run/train.js';
 import { readJsonLines, withStderr } from '../helpers/capture-stderr.js';
+import { optionalSkip } from '../helpers/skip.js';
 import { SMALL_RUN, SMALL_RUN_ITEMS, SMALL_RUN_LORA } from '../helpers/small-run.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -52,7 +53,7 @@ function llamaServer(): { problem: string | null; version: string } {
   };
 }
 const llama = llamaServer();
-const skip = llama.problem ?? false;
+const skip = optionalSkip('llama', llama.problem);
 if (skip) console.log(`llama-cpp: skipping the llama.cpp server tests: ${skip}`);
 
 /** llama.cpp's sampling defaults off, so it samples the distribution the trainer asks for (docs/scale.md). */

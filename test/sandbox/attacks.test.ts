@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { extractSpecificFunction } from '../../src/envs/coding/code-utils.js';
 import { type CodingItem, humanevalEnvironment } from '../../src/envs/coding/index.js';
 import { PythonSandbox } from '../../src/sandbox/index.js';
+import { skipTest } from '../helpers/skip.js';
 
 const LIMITS = { perTestTimeoutSeconds: 0.5, maxTimeouts: 3, wallSeconds: 4, cpuSeconds: 3, memoryMb: 256, maxProcesses: 16, concurrency: 2 };
 const sandbox = new PythonSandbox(LIMITS);
@@ -349,7 +350,7 @@ describe('attack suite (single agent: structure 0.6 + syntax 0.5 + tests)', () =
   for (const [name, attack] of Object.entries(ATTACKS)) {
     const needsPrivateRoot = attack.area === 'leak' && !name.startsWith('environment') && !name.startsWith('connect');
     it(`${attack.area}: ${name} → no test passes`, async (t) => {
-      if (needsPrivateRoot && !isolation.privateFilesystem) return t.skip(`needs bubblewrap (isolation level ${isolation.level})`);
+      if (needsPrivateRoot && !isolation.privateFilesystem) return skipTest(t, 'bubblewrap', `needs bubblewrap (isolation level ${isolation.level})`);
       const r = results[name];
       assert.ok(r, 'scored');
       t.diagnostic(`reward ${r.reward.toFixed(2)}, tests ${r.tests}, done ${r.seconds.toFixed(2)} s after the batch started`);
@@ -370,7 +371,7 @@ describe('attack suite (single agent: structure 0.6 + syntax 0.5 + tests)', () =
   });
 
   it('no file written by an attack exists on the host', (t) => {
-    if (!isolation.privateFilesystem) return t.skip(`needs bubblewrap (isolation level ${isolation.level})`);
+    if (!isolation.privateFilesystem) return skipTest(t, 'bubblewrap', `needs bubblewrap (isolation level ${isolation.level})`);
     assert.deepEqual(
       written.filter((path) => existsSync(path)),
       [],

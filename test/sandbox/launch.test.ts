@@ -7,6 +7,7 @@ import { after, describe, test } from 'node:test';
 import { SandboxError } from '../../src/sandbox/errors.js';
 import type { NetworkMode } from '../../src/sandbox/options.js';
 import { PythonSandbox } from '../../src/sandbox/python-sandbox.js';
+import { optionalSkip, skipTest } from '../helpers/skip.js';
 
 const sandbox = new PythonSandbox({ wallSeconds: 10, maxOutputBytes: 4096, maxFileBytes: 1 << 20 });
 
@@ -76,7 +77,7 @@ test('files larger than maxFileBytes cannot be written', async () => {
 
 test("as root, the program runs as the slot uid and cannot write the caller's directories", async (t) => {
   const info = await sandbox.sandboxInfo();
-  if (info.firstUid === null) return t.skip('not running as root: the caller uid is kept');
+  if (info.firstUid === null) return skipTest(t, 'root', 'not running as root: the caller uid is kept');
   const guarded = mkdtempSync(join(tmpdir(), 'magrpo-guarded-'));
   after(() => rmSync(guarded, { recursive: true, force: true }));
   const program = `import os\nprint(os.getuid())\nopen(${JSON.stringify(join(guarded, 'f'))}, "w")`;
@@ -114,7 +115,8 @@ for (const network of ['namespace', 'socket-patch'] satisfies NetworkMode[]) {
       },
     );
 
-    test('cannot reach a server listening on the host loopback', { skip: !available }, async () => {
+    const unavailable = optionalSkip('sandbox-isolation', !available && `network isolation "${network}" is unavailable here (NO_ISOLATION)`);
+    test('cannot reach a server listening on the host loopback', { skip: unavailable }, async () => {
       const server = createServer((socket) => socket.end('hello'));
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const { port } = server.address() as { port: number };
@@ -133,17 +135,13 @@ for (const network of ['namespace', 'socket-patch'] satisfies NetworkMode[]) {
     });
 
     test('the namespace has no interface but loopback', {
-      skip: !available
-        ? 'this isolation level is unavailable here'
-        : network !== 'namespace'
-          ? `network mode ${network}: no namespace of its own to list`
-          : false,
+      skip: unavailable || optionalSkip('sandbox-no-namespace', network !== 'namespace' && `network mode ${network}: no namespace of its own to list`),
     }, async () => {
       const result = await isolated.run('import socket\nprint([name for _, name in socket.if_nameindex()])');
       assert.equal(result.stdout.trim(), "['lo']");
     });
 
-    test('a fork bomb fails at maxProcesses and leaves no process behind', { skip: !available }, async () => {
+    test('a fork bomb fails at maxProcesses and leaves no process behind', { skip: unavailable }, async () => {
       // Each forked sleeper renames itself so that leftovers can be found afterwards.
       const marker = `sbx${process.pid}`.slice(0, 15);
       const counted = await isolated.run(
