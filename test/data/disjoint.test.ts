@@ -5,20 +5,28 @@
  * the build's own filter re-run over the built file). The shipped small corpus predates the filter
  * and is known to contain coop-python eval solutions (data/README.md); its count is asserted so a
  * change shows up.
+ *
+ * The pretraining corpora are not committed (minutes to build), so on a fresh clone the check runs
+ * on the committed hash index instead (data/decontam-index.json, scripts/decontam-index.ts): the
+ * eval problems' fingerprints recomputed from the committed files must be those the corpus shards
+ * were checked against, with no hit. Where a shard is built, it is scanned in full as well.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { CORPORA, changedProblems, evalHashes, INDEX_FILE, manifestEvalSets, manifestShard, readIndex } from '../../scripts/decontam-index.js';
 import { readJsonlGz } from '../../src/data/build-corpus.js';
 import { DecontamIndex, MIN_BODY_CHARS, readEvalProblems } from '../../src/data/decontam.js';
 import { pythonDefs } from '../../src/data/pydefs.js';
+import { skipTest } from '../helpers/skip.js';
 
 const EVAL = readEvalProblems('data/coding/coop-python.eval.jsonl', 'coop-python-eval');
 const HUMANEVAL = readEvalProblems('data/humaneval/HumanEval.jsonl.gz', 'humaneval');
 const LARGE = '.cache/data/large/train.jsonl.gz';
 const CODE_STAGE = '.cache/data/code-stage/train.jsonl.gz';
 const hash = (body: string) => createHash('sha256').update(body).digest('hex');
+const sha256File = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 /** Hashes of the normalized bodies of every function (≥ MIN_BODY_CHARS) in `programs`. */
 function bodyHashes(programs: readonly string[]): Set<string> {
@@ -54,11 +62,53 @@ describe('eval problems are disjoint from training data', () => {
     assert.deepEqual(shared, []);
   });
 
+  it('the committed hash index: the corpus shards were checked against exactly these eval problems, without a hit', () => {
+    const index = readIndex();
+    const now = evalHashes();
+    const changed = changedProblems(index.problems, now.problems);
+    assert.deepEqual(
+      changed,
+      [],
+      `eval problems added, removed or changed (or their normalization) since the corpora were checked against them: ${changed.slice(0, 10).join(', ')}; ` +
+        `build the corpora (npm run data:large; npx tsx scripts/build-code-stage-data.ts), then npx tsx scripts/decontam-index.ts, and commit ${INDEX_FILE}`,
+    );
+    const { corpora, about, ...recorded } = index;
+    assert.deepEqual(recorded, now, `${INDEX_FILE} is not what scripts/decontam-index.ts computes from the eval files`);
+    assert.deepEqual(
+      corpora.map((c) => c.name),
+      CORPORA.map((c) => c.name),
+    );
+    for (const c of corpora) {
+      // the index speaks of the shards the committed manifests describe, checked against today's fingerprints
+      assert.deepEqual(
+        { sha256: c.sha256, docs: c.docs },
+        manifestShard('.', c.manifest),
+        `${c.name}: ${c.manifest} describes another shard than ${INDEX_FILE}`,
+      );
+      assert.equal(c.eval_fingerprints, now.fingerprints.sha256, `${c.name}: checked against other eval fingerprints`);
+      assert.equal(c.hits, 0, `${c.name}: ${c.hits} documents reproduce an eval problem`);
+      for (const e of manifestEvalSets('.', c.manifest) ?? []) {
+        assert.equal(e.sha256, now.eval_sets.find((x) => x.path === e.path)?.sha256, `${c.manifest}: decontaminated against another ${e.path}`);
+      }
+    }
+    // the large corpus's build recorded the same fingerprint counts and no eval prompt left
+    const large = JSON.parse(readFileSync('data/manifest-large.json', 'utf8'));
+    assert.deepEqual(large.decontamination.fingerprints, { bodies: now.fingerprints.bodies, ngrams: now.fingerprints.ngrams });
+    assert.equal(large.decontamination.prompts_in_corpus, 0);
+    const stage = JSON.parse(readFileSync('data/manifest-code-stage.json', 'utf8'));
+    assert.equal(
+      stage.inputs.large_sha256,
+      manifestShard('.', 'data/manifest-large.json').sha256,
+      'the code stage was built from the large corpus in the index',
+    );
+  });
+
   it('the large pretraining corpus reproduces no coop-python or HumanEval problem', (t) => {
     if (!existsSync(LARGE)) {
-      t.skip(`${LARGE} is not built here (npm run data:large); the build itself refuses contaminated documents`);
+      skipTest(t, 'large-corpus', `${LARGE} is not built here (npm run data:large); the committed hash index was checked instead`);
       return;
     }
+    assert.equal(sha256File(LARGE), readIndex().corpora.find((c) => c.name === 'large')?.sha256, `${LARGE} is another build than the index's`);
     assert.deepEqual(contaminated(LARGE), []);
   });
 
@@ -73,9 +123,14 @@ describe('eval problems are disjoint from training data', () => {
     assert.ok(card.includes(manifest.file.sha256));
     for (const [name, tpl] of Object.entries(manifest.compose_templates)) if (tpl.kept === 0) assert.match(card, new RegExp(`\`${name}\`.*\\| 0 \\|`));
     if (!existsSync(CODE_STAGE)) {
-      t.skip(`${CODE_STAGE} is not built here (scripts/build-code-stage-data.ts, after npm run data:large); the build itself refuses contaminated documents`);
+      skipTest(
+        t,
+        'code-stage-corpus',
+        `${CODE_STAGE} is not built here (scripts/build-code-stage-data.ts, after npm run data:large); the committed hash index was checked instead`,
+      );
       return;
     }
+    assert.equal(sha256File(CODE_STAGE), readIndex().corpora.find((c) => c.name === 'code-stage')?.sha256, `${CODE_STAGE} is another build than the index's`);
     assert.deepEqual(contaminated(CODE_STAGE), []);
     const text = readJsonlGz(CODE_STAGE)
       .map((d) => d.text)
