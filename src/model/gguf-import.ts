@@ -19,7 +19,7 @@ import { writeFileAtomic } from './atomic-write.js';
 import { type GenerationDefaults, type ModelConfig, parseGenerationConfig, parseModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
 import { type GgufFile, GgufTensorReader, metaArray, metaBool, metaNumber, metaString, readGgufHeader, required } from './gguf-file.js';
-import { ggufTensorName, unpermuteForRope } from './gguf-names.js';
+import { ggufTensorName, PRE_TOKENIZERS, unpermuteForRope } from './gguf-names.js';
 import { ggmlTypeName } from './gguf-quants.js';
 import { createModel, paramSpecsOf, type SaveDtype, saveModel } from './load.js';
 import type { TokenizerFile } from './tokenizer.js';
@@ -32,35 +32,6 @@ type GgufArch = keyof typeof ARCHITECTURES;
 /** llama.cpp's token types (llama_token_type). */
 const TOKEN_CONTROL = 3;
 const TOKEN_USER_DEFINED = 4;
-
-/**
- * Pre-tokenizer regexes per `tokenizer.ggml.pre`, as llama.cpp's llm_tokenizer_bpe applies them
- * (each splits the pieces of the one before, keeping matches and gaps: HF's Split "Isolated"),
- * and whether BOS is added when the file does not say. llama.cpp's adapted forms are used, with
- * `(?i:'s|…)` spelled out, since JavaScript regexes have no inline case-insensitive groups.
- */
-const GPT2_REGEX = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
-const CONTRACTIONS = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
-const PRE_TOKENIZERS: Record<string, { regexes: string[]; addBos: boolean; ignoreMerges: boolean }> = {
-  default: {
-    regexes: ['[\\p{P}\\$\\+<=>\\^~\\|]+', GPT2_REGEX, '\\p{N}+', '[0-9][0-9][0-9]'],
-    addBos: false,
-    ignoreMerges: false,
-  },
-  'gpt-2': { regexes: [GPT2_REGEX], addBos: false, ignoreMerges: false },
-  smollm: { regexes: ['\\p{N}', GPT2_REGEX], addBos: false, ignoreMerges: false },
-  'llama-bpe': {
-    regexes: [`${CONTRACTIONS}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`],
-    addBos: true,
-    ignoreMerges: true,
-  },
-  qwen2: {
-    regexes: [`${CONTRACTIONS}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`],
-    addBos: false,
-    ignoreMerges: false,
-  },
-};
-PRE_TOKENIZERS.llama3 = PRE_TOKENIZERS['llama-v3'] = PRE_TOKENIZERS['llama-bpe'];
 
 /** What a GGUF file holds, in Hugging Face terms. */
 export interface GgufModel {

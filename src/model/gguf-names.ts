@@ -97,3 +97,53 @@ export function ggufTensorName(hf: string, family: ModelConfig['arch'] = 'llama'
   if (!m || !Object.hasOwn(names.parts, m[2])) return null;
   return `blk.${m[1]}.${names.parts[m[2]]}.${m[3]}`;
 }
+
+/**
+ * Pre-tokenizer regexes per `tokenizer.ggml.pre`, as llama.cpp's llm_tokenizer_bpe applies them
+ * (each splits the pieces of the one before, keeping matches and gaps: HF's Split "Isolated"),
+ * and whether BOS is added when the file does not say. llama.cpp's adapted forms are used, with
+ * `(?i:'s|…)` spelled out, since JavaScript regexes have no inline case-insensitive groups.
+ */
+const GPT2_REGEX = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+const CONTRACTIONS = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+export const PRE_TOKENIZERS: Record<string, { regexes: string[]; addBos: boolean; ignoreMerges: boolean }> = {
+  default: {
+    regexes: ['[\\p{P}\\$\\+<=>\\^~\\|]+', GPT2_REGEX, '\\p{N}+', '[0-9][0-9][0-9]'],
+    addBos: false,
+    ignoreMerges: false,
+  },
+  'gpt-2': { regexes: [GPT2_REGEX], addBos: false, ignoreMerges: false },
+  smollm: { regexes: ['\\p{N}', GPT2_REGEX], addBos: false, ignoreMerges: false },
+  'llama-bpe': {
+    regexes: [`${CONTRACTIONS}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`],
+    addBos: true,
+    ignoreMerges: true,
+  },
+  qwen2: {
+    regexes: [`${CONTRACTIONS}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`],
+    addBos: false,
+    ignoreMerges: false,
+  },
+};
+PRE_TOKENIZERS.llama3 = PRE_TOKENIZERS['llama-v3'] = PRE_TOKENIZERS['llama-bpe'];
+
+/**
+ * The `tokenizer.ggml.pre` name of a byte-level BPE tokenizer.json's pre_tokenizer, or null when
+ * llama.cpp has none for it: HF's GPT-2 ByteLevel (regex on) is `gpt-2`, SmolLM's individual
+ * digits + ByteLevel is `smollm`, and a Sequence of Split regexes + ByteLevel (regex off), as
+ * gguf-import.ts writes them, is the entry with those regexes.
+ */
+export function ggufPreTokenizer(pre: unknown): string | null {
+  const p = pre as { type?: string; use_regex?: boolean; pretokenizers?: unknown[] } | null | undefined;
+  if (p?.type === 'ByteLevel') return p.use_regex === false ? null : 'gpt-2';
+  if (p?.type !== 'Sequence' || !Array.isArray(p.pretokenizers)) return null;
+  const parts = p.pretokenizers as { type?: string; use_regex?: boolean; individual_digits?: boolean; behavior?: string; pattern?: { Regex?: string } }[];
+  const last = parts.at(-1);
+  if (last?.type !== 'ByteLevel') return null;
+  const head = parts.slice(0, -1);
+  if (last.use_regex !== false) return head.length === 1 && head[0].type === 'Digits' && head[0].individual_digits === true ? 'smollm' : null;
+  if (!head.every((x) => x.type === 'Split' && x.behavior === 'Isolated' && typeof x.pattern?.Regex === 'string')) return null;
+  const regexes = head.map((x) => x.pattern?.Regex);
+  const found = Object.entries(PRE_TOKENIZERS).find(([, v]) => v.regexes.length === regexes.length && v.regexes.every((r, i) => r === regexes[i]));
+  return found?.[0] ?? null;
+}

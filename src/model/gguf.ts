@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import type { ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
-import { ggufTensorName, permuteForRope } from './gguf-names.js';
+import { ggufPreTokenizer, ggufTensorName, PRE_TOKENIZERS, permuteForRope } from './gguf-names.js';
 import { loadLora, mergeLora } from './lora.js';
 import { LanguageModel } from './pretrained.js';
 import { f32ToF16 } from './safetensors.js';
@@ -193,11 +193,12 @@ export function tokenizerMetadata(dir: string, lm: LanguageModel): [string, Gguf
       `GGUF export handles byte-level BPE tokenizers; this one is ${json.model?.type ?? 'unknown'}`,
       'export a model with a GPT-2-style BPE tokenizer',
     );
-  if (json.pre_tokenizer?.type !== 'ByteLevel' || json.pre_tokenizer.use_regex === false)
+  const pre = ggufPreTokenizer(json.pre_tokenizer);
+  if (pre === null)
     throw new CheckpointError(
       'UNSUPPORTED_FEATURE',
       file,
-      `GGUF export knows the GPT-2 byte-level pre-tokenizer; this one is ${JSON.stringify(json.pre_tokenizer?.type ?? null)}`,
+      `GGUF export knows the pre-tokenizers llama.cpp names ${Object.keys(PRE_TOKENIZERS).join(', ')}; this one (${JSON.stringify(json.pre_tokenizer?.type ?? null)}) is none of them`,
       "convert it with llama.cpp's convert_hf_to_gguf.py instead",
     );
   const V = lm.model.vocabSize;
@@ -219,7 +220,7 @@ export function tokenizerMetadata(dir: string, lm: LanguageModel): [string, Gguf
   const tk = lm.tokenizer;
   const meta: [string, GgufValue][] = [
     ['tokenizer.ggml.model', { type: 'string', value: 'gpt2' }],
-    ['tokenizer.ggml.pre', { type: 'string', value: 'gpt-2' }],
+    ['tokenizer.ggml.pre', { type: 'string', value: pre }],
     ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: tokens }],
     ['tokenizer.ggml.token_type', { type: 'array', of: 'i32', value: types }],
     ['tokenizer.ggml.merges', { type: 'array', of: 'string', value: merges }],
