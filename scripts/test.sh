@@ -15,7 +15,7 @@ else
   ci=""
 fi
 if [ -n "$ci" ] && [ -z "${MAGRPO_CI_NO_LEARNER:-}" ]; then
-  bash scripts/setup.sh --strict --with-browser
+  bash scripts/setup.sh --strict --with-browser --with-model
   # llama.cpp compiles (CPU) while the learner downloads (network): in parallel.
   MAGRPO_QUIET=1 bash scripts/setup.sh --strict --with-llama &
   llama_setup=$!
@@ -28,9 +28,9 @@ if [ -n "$ci" ] && [ -z "${MAGRPO_CI_NO_LEARNER:-}" ]; then
     exit 1
   fi
 elif [ -n "$ci" ]; then
-  bash scripts/setup.sh --strict --with-browser
+  bash scripts/setup.sh --strict --with-browser --with-model
 else
-  bash scripts/setup.sh --with-browser
+  bash scripts/setup.sh --with-browser --with-model
 fi
 echo "== lint (biome)"
 npx biome check --diagnostic-level=error .
