@@ -9,7 +9,20 @@ export { LanguageModel, type TextSample, type TextSampleOptions } from './model/
 export type { TrainerCallback } from './rl/callbacks.js';
 export { ConfigError, type MagrpoConfig, type MagrpoConfigInput, MagrpoConfigSchema, resolveConfig } from './rl/config.js';
 export { CsvSink, JsonlSink, MemorySink, type MetricsSink } from './rl/metrics.js';
-export type { EvalEpisode, Formatter, RewardComponent, RewardFn, RewardInput, RewardValue, Task, Transition, TransitionInput } from './rl/task.js';
+export {
+  type ChatMessage,
+  type EvalEpisode,
+  type Formatter,
+  type Prompt,
+  promptText,
+  type RewardComponent,
+  type RewardFn,
+  type RewardInput,
+  type RewardValue,
+  type Task,
+  type Transition,
+  type TransitionInput,
+} from './rl/task.js';
 export { TensorBoardSink } from './rl/tensorboard.js';
 export { MAGRPOTrainer, type NodeSample, type TrainerOptions, type TrainOptions } from './rl/trainer.js';
 export { runDemo } from './run/demo.js';

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { type BackendName, setBackend, setPrecision } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
+import type { Prompt } from '../model/tokenizer.js';
 import { checkModelFolder } from './model-folder.js';
 import { CLI, floatOption, intOption, precisionOption, unescapeArg } from './options.js';
 
@@ -53,9 +54,9 @@ Examples:
       if (flags.precision) setPrecision(flags.precision);
       flags.model = checkModelFolder(flags.model, '--model');
       const lm = LanguageModel.load(flags.model);
-      const prompt = flags.chat ? lm.tokenizer.applyChatTemplate([{ role: 'user', content: flags.prompt }], { addGenerationPrompt: true }) : flags.prompt;
+      const prompt: Prompt = flags.chat ? [{ role: 'user', content: flags.prompt }] : flags.prompt;
       const t0 = performance.now();
-      const samples = lm.sample(Array(flags.numSamples).fill(prompt), {
+      const samples = lm.sample(new Array<Prompt>(flags.numSamples).fill(prompt), {
         maxNewTokens: flags.maxNewTokens,
         temperature: flags.temperature,
         topK: flags.topK ?? null,

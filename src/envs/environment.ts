@@ -4,7 +4,7 @@
  * one runner so trained teams and baselines land in the same table.
  */
 import type { LanguageModel, TextSampleOptions } from '../model/pretrained.js';
-import type { EvalEpisode, Task } from '../rl/task.js';
+import type { EvalEpisode, Prompt, Task } from '../rl/task.js';
 
 /** Sampling settings for inference (baselines and `magrpo eval`). */
 export type InferenceSampling = Omit<TextSampleOptions, 'rng'> & { seed: number };
@@ -48,6 +48,14 @@ export interface Environment<Item> {
   metrics(episodes: readonly EpisodeResult[], items: readonly Item[]): Record<string, number>;
   /** Inference-only baselines, by name. */
   readonly baselines: readonly Baseline<Item>[];
+}
+
+/**
+ * `prompt_style: chat`: an environment's instruction prompt as the one user turn, which each
+ * agent's chat template renders with the generation prompt (tokenizer.ts promptIds).
+ */
+export function userTurn(text: string): Prompt {
+  return [{ role: 'user', content: text }];
 }
 
 /** Converts trainer eval episodes (last turn) to table rows. */

@@ -14,17 +14,17 @@
 import { noGrad } from '../engine/tensor.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import type { LanguageModel } from '../model/pretrained.js';
-import { formattersFor, type Task } from '../rl/task.js';
+import { formattersFor, type Prompt, type Task } from '../rl/task.js';
 import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
 import type { EpisodeResult } from './environment.js';
 
 /** Mean per-token NLL of `completion` after `prompt`; the prompt is left-truncated to fit. */
-export function completionNll(lm: LanguageModel, prompt: string, completion: string): number | null {
+export function completionNll(lm: LanguageModel, prompt: Prompt, completion: string): number | null {
   const c = lm.encode(completion);
   if (c.length === 0) return null;
   const ctx = lm.model.maxPositions;
   const completionIds = c.slice(0, ctx - 1);
-  const promptIds = lm.encode(prompt).slice(-(ctx - completionIds.length));
+  const promptIds = lm.tokenizer.promptIds(prompt).slice(-(ctx - completionIds.length));
   // Without a prompt nothing predicts the first token: score the rest after it.
   const seq = promptIds.length ? { prompt: promptIds, completion: completionIds } : { prompt: completionIds.slice(0, 1), completion: completionIds.slice(1) };
   if (seq.completion.length === 0) return null;

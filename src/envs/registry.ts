@@ -36,9 +36,11 @@ const codingOptions = {
     .default(1)
     .describe('asserts run for feedback: N > 0 first N, N < 0 last |N|, 0 or all every one'),
   prompt_style: z
-    .enum(['instruct', 'code'])
+    .enum(['instruct', 'chat', 'code'])
     .default('instruct')
-    .describe("instruct: the paper's prompts (instruction-tuned models); code: code-completion prompts for base models such as models/small (single-turn)"),
+    .describe(
+      "instruct: the paper's prompts as raw text; chat: the same as the user turn of each model's chat template (instruction-tuned models, which need one); code: code-completion prompts for base models such as models/small (single-turn)",
+    ),
   original_prompt: z.boolean().default(true).describe('feedback prompts repeat the first-turn instructions'),
   previous_response: z.boolean().default(true).describe('feedback prompts repeat the previous function'),
 };
@@ -46,7 +48,7 @@ const codingOptions = {
 function codingEnvOptions(o: Record<string, unknown>) {
   return {
     numAgents: o.num_agents as 1 | 2,
-    promptStyle: o.prompt_style as 'instruct' | 'code',
+    promptStyle: o.prompt_style as 'instruct' | 'chat' | 'code',
     reward: { auxPenalty: o.aux_penalty as 'fixed' | 'reference' | 'off' },
     feedback: {
       mode: o.feedback_mode as 'plain' | 'passed' | 'level_passed' | 'level_feedback' | 'expert_edits',
@@ -59,10 +61,10 @@ function codingEnvOptions(o: Record<string, unknown>) {
 const dataDir = z.string().min(1).optional().describe('folder with <name>.train.jsonl.gz and <name>.eval.jsonl.gz (default: the shipped data)');
 
 const writingPromptStyle = z
-  .enum(['instruct', 'completion'])
+  .enum(['instruct', 'chat', 'completion'])
   .default('instruct')
   .describe(
-    "prompt wording: 'instruct' (the paper's, for instruction-tuned models) or 'completion' (source text + the opening of the agent's paragraph, for base models)",
+    "prompt wording: 'instruct' (the paper's, as raw text), 'chat' (the paper's as the user turn of each model's chat template: instruction-tuned models, which need one) or 'completion' (source text + the opening of the agent's paragraph, for base models)",
   );
 
 const fluencyGuard = z
@@ -109,7 +111,7 @@ export const ENVIRONMENTS: readonly EnvEntry[] = [
       (await import('./writing/index.js')).tldrEnvironment({
         dataDir: o.data_dir as string | undefined,
         fluencyGuard: guardOption(o.fluency_guard),
-        promptStyle: o.prompt_style as 'instruct' | 'completion',
+        promptStyle: o.prompt_style as 'instruct' | 'chat' | 'completion',
       }) as Environment<unknown>,
   },
   {
@@ -126,7 +128,7 @@ export const ENVIRONMENTS: readonly EnvEntry[] = [
       (await import('./writing/index.js')).arxivEnvironment({
         dataDir: o.data_dir as string | undefined,
         fluencyGuard: guardOption(o.fluency_guard),
-        promptStyle: o.prompt_style as 'instruct' | 'completion',
+        promptStyle: o.prompt_style as 'instruct' | 'chat' | 'completion',
         version: o.version as 'paper' | 'latest',
       }) as Environment<unknown>,
   },

@@ -7,7 +7,7 @@
 import type { LanguageModel } from '../model/pretrained.js';
 import { resolveConfig } from '../rl/config.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext } from '../rl/rollout.js';
-import { formattersFor, type Task } from '../rl/task.js';
+import { formattersFor, promptText, type Task } from '../rl/task.js';
 import type { EpisodeResult, InferenceSampling } from './environment.js';
 
 export async function runTeam<Item>(
@@ -46,8 +46,9 @@ export async function runTeam<Item>(
       }
     }
     const turnSeconds = Math.max(...perAgentSeconds);
+    const promptTexts = prompts.map((p) => p.map(promptText));
     const scored = await Promise.all(
-      items.map((item, e) => computeReward({ ...ctx, itemIndex: e }, { completions: texts[e], prompts: prompts[e], item, turn })),
+      items.map((item, e) => computeReward({ ...ctx, itemIndex: e }, { completions: texts[e], prompts: promptTexts[e], item, turn })),
     );
     for (const [e, r] of results.entries()) {
       r.completions = texts[e];
@@ -59,7 +60,7 @@ export async function runTeam<Item>(
     raw = await Promise.all(
       items.map(async (item, e) => {
         for (let i = 0; i < N; i++) {
-          promptHist[e][i].push(raw[e][i] ?? prompts[e][i]);
+          promptHist[e][i].push(raw[e][i] ?? promptTexts[e][i]);
           respHist[e][i].push(texts[e][i]);
         }
         return callTransition({ ...ctx, itemIndex: e }, item, turn, texts[e], promptHist[e], respHist[e]);

@@ -9,7 +9,7 @@ import { CheckpointError } from './errors.js';
 import { isGgufFile, loadGgufWeights, readGgufModel } from './gguf-import.js';
 import { loadModel, type SaveDtype, saveModel } from './load.js';
 import { type FinishReason, generate } from './sample.js';
-import { TextTokenizer } from './tokenizer.js';
+import { type Prompt, TextTokenizer } from './tokenizer.js';
 import type { CausalLM } from './transformer.js';
 
 export interface TextSampleOptions {
@@ -82,21 +82,25 @@ export class LanguageModel {
     if (Object.keys(this.generation).length > 0) writeGenerationConfig(dir, this.generation);
   }
 
-  /** End-of-sequence ids from the tokenizer and generation_config.json. */
-  stopIds(): number[] {
+  /** End-of-sequence ids from the tokenizer and generation_config.json, and with `chat` the template's end-of-turn token. */
+  stopIds(chat = false): number[] {
     const gen = this.generation.eosTokenId;
-    return [...new Set([...this.tokenizer.eosIds, ...(gen === undefined ? [] : [gen].flat())])];
+    const turn = chat ? this.tokenizer.chatEndId : null;
+    return [...new Set([...this.tokenizer.eosIds, ...(gen === undefined ? [] : [gen].flat()), ...(turn === null ? [] : [turn])])];
   }
 
   encode(text: string): number[] {
     return this.tokenizer.encode(text);
   }
 
-  /** Samples one completion per prompt, batched. */
-  sample(prompts: readonly string[], opts: TextSampleOptions): TextSample[] {
+  /**
+   * Samples one completion per prompt, batched. Prompts become ids through `tokenizer.promptIds`;
+   * when any is a list of chat messages, the template's end-of-turn token also ends generation.
+   */
+  sample(prompts: readonly Prompt[], opts: TextSampleOptions): TextSample[] {
     const budget = this.model.maxPositions - opts.maxNewTokens;
     const promptIds = prompts.map((p) => {
-      const ids = this.encode(p);
+      const ids = this.tokenizer.promptIds(p);
       if (opts.truncate !== 'left' || ids.length <= budget) return ids;
       const bos = this.tokenizer.bosId !== null && ids[0] === this.tokenizer.bosId ? [ids[0]] : [];
       return [...bos, ...ids.slice(ids.length - (budget - bos.length))];
@@ -107,7 +111,7 @@ export class LanguageModel {
       temperature: opts.temperature,
       topK: opts.topK,
       topP: opts.topP,
-      stopTokenIds: opts.stopAtEos === false ? [] : this.stopIds(),
+      stopTokenIds: opts.stopAtEos === false ? [] : this.stopIds(prompts.some((p) => typeof p !== 'string')),
       stopStrings: opts.stopStrings,
       decode: (ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
       rng,

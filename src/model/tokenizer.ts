@@ -22,6 +22,12 @@ export interface ChatMessage {
   content: string;
 }
 
+/**
+ * A prompt as a formatter gives it: plain text, or chat messages that the model's chat template
+ * renders (TRL's conversational prompts). `promptIds` turns either into token ids.
+ */
+export type Prompt = string | readonly ChatMessage[];
+
 const TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja'] as const;
 export type TokenizerFile = (typeof TOKENIZER_FILES)[number];
 const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'pad_token', 'unk_token'] as const;
@@ -190,6 +196,65 @@ export class TextTokenizer {
       messages: messages.map((m) => ({ ...m })),
       add_generation_prompt: addGenerationPrompt,
     });
+  }
+
+  get hasChatTemplate(): boolean {
+    return this.chatTemplate !== null;
+  }
+
+  /** The text a prompt's ids encode: text as it is; messages rendered by the chat template, generation prompt included. */
+  renderPrompt(prompt: Prompt): string {
+    if (typeof prompt === 'string') return prompt;
+    if (this.chatTemplate === null) {
+      throw new CheckpointError(
+        'NO_CHAT_TEMPLATE',
+        this.templateFile,
+        'the prompt is a list of chat messages (a formatter returned messages, as env.options.prompt_style chat does), but this model has no chat template',
+        'use a model whose tokenizer has a chat_template (an instruct/chat checkpoint), or plain-text prompts',
+      );
+    }
+    return this.applyChatTemplate(prompt, { addGenerationPrompt: true });
+  }
+
+  /**
+   * A prompt's token ids: the one place where prompts become ids, so sampling, scoring, the
+   * learner, baselines and prompt-length filters agree token for token. Text is encoded with the
+   * special tokens (e.g. BOS), as transformers encodes text; messages are rendered with the
+   * generation prompt and encoded without them, since the template places any BOS itself (as TRL
+   * does for conversational prompts).
+   */
+  promptIds(prompt: Prompt): number[] {
+    return this.encode(this.renderPrompt(prompt), { addSpecialTokens: typeof prompt === 'string' });
+  }
+
+  /**
+   * The special token that ends an assistant turn in the chat template (ChatML's <|im_end|>,
+   * Llama 3's <|eot_id|>), read off a rendered exchange; null without a template, or when the
+   * template ends a turn with ordinary text.
+   */
+  get chatEndId(): number | null {
+    if (this.endOfTurn === undefined) this.endOfTurn = this.findChatEnd();
+    return this.endOfTurn;
+  }
+
+  private endOfTurn: number | null | undefined;
+
+  private findChatEnd(): number | null {
+    if (this.chatTemplate === null) return null;
+    const mark = 'magrpoEndOfTurnProbe';
+    let text: string;
+    try {
+      text = this.applyChatTemplate([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: mark },
+      ]);
+    } catch {
+      return null;
+    }
+    const at = text.lastIndexOf(mark);
+    if (at < 0) return null;
+    const id = this.encode(text.slice(at + mark.length), { addSpecialTokens: false })[0];
+    return id !== undefined && this.decode([id], { skipSpecialTokens: true }) === '' ? id : null;
   }
 
   /** The text of one of the tokenizer's files as loaded (undefined when it had none). */

@@ -8,10 +8,11 @@ import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { backend } from '../engine/runtime.js';
 import { type AgentSpec, type LossSample, PolicyAgent, type SampledGroup, type SamplingParams, type UpdateStats } from './agent.js';
+import type { SampleRequest } from './sampler.js';
 
 export interface AgentHandle {
   readonly index: number;
-  sample(requests: { prompt: string; n: number }[], params: SamplingParams): Promise<SampledGroup[]>;
+  sample(requests: SampleRequest[], params: SamplingParams): Promise<SampledGroup[]>;
   update(minibatches: LossSample[][]): Promise<UpdateStats>;
   save(dir: string): Promise<void>;
   load(dir: string): Promise<void>;
@@ -27,7 +28,7 @@ export class LocalAgent implements AgentHandle {
   get index(): number {
     return this.agent.spec.index;
   }
-  async sample(requests: { prompt: string; n: number }[], params: SamplingParams) {
+  async sample(requests: SampleRequest[], params: SamplingParams) {
     return this.agent.sample(requests, params);
   }
   async update(minibatches: LossSample[][]) {
@@ -87,7 +88,7 @@ export class WorkerAgent implements AgentHandle {
     });
   }
 
-  async sample(requests: { prompt: string; n: number }[], params: SamplingParams) {
+  async sample(requests: SampleRequest[], params: SamplingParams) {
     await this.ready;
     return (await this.call('sample', requests, params)) as SampledGroup[];
   }

@@ -13,6 +13,7 @@ import { writeFileAtomic } from '../model/atomic-write.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import { applyLora, loadLora, saveLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
+import type { Prompt } from '../model/tokenizer.js';
 import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
 import { createSampler, type RolloutSpec, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
@@ -37,7 +38,8 @@ export interface AgentSpec extends LearnerSpec {
 }
 
 export interface SampledGroup {
-  prompt: string;
+  /** The formatted prompt as the agent got it (text or chat messages); `promptIds` are its tokens. */
+  prompt: Prompt;
   promptIds: number[];
   /**
    * `logprobs`: the learner's log π_old per token. A remote sampler's own log-probs are kept in

@@ -10,7 +10,7 @@ import type { SampledGroup } from './agent.js';
 import { forEachAgent } from './agent-pool.js';
 import { type GroupFluency, groupFluency, meanFluency } from './fluency.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams } from './rollout.js';
-import type { EvalEpisode } from './task.js';
+import { type EvalEpisode, promptText } from './task.js';
 
 export async function evaluate<Item>(
   ctx: RolloutContext<Item>,
@@ -39,20 +39,21 @@ export async function evaluate<Item>(
       ),
     );
     const completions = episodes.map((_, e) => sampled.map((groups) => groups[e].completions[0].text));
+    const texts = prompts.map((p) => p.map(promptText));
     if (config.fluency_metrics)
       sampled.forEach((groups: SampledGroup[], i) => {
         for (const g of groups) fluency[i].push(groupFluency(g, ctx.task.outputKind !== 'code'));
       });
     const scored = await Promise.all(
-      episodes.map((ep, e) => computeReward({ ...ctx, itemIndex: ep.index }, { completions: completions[e], prompts: prompts[e], item: ep.item, turn })),
+      episodes.map((ep, e) => computeReward({ ...ctx, itemIndex: ep.index }, { completions: completions[e], prompts: texts[e], item: ep.item, turn })),
     );
     for (const [e, ep] of episodes.entries())
-      ep.turns.push({ prompts: prompts[e], completions: completions[e], reward: scored[e].reward, components: scored[e].components });
+      ep.turns.push({ prompts: texts[e], completions: completions[e], reward: scored[e].reward, components: scored[e].components });
     if (turn === T - 1) break;
     raw = await Promise.all(
       episodes.map(async (ep, e) => {
         for (let i = 0; i < N; i++) {
-          promptHist[e][i].push(raw[e][i] ?? prompts[e][i]);
+          promptHist[e][i].push(raw[e][i] ?? texts[e][i]);
           respHist[e][i].push(completions[e][i]);
         }
         return callTransition({ ...ctx, itemIndex: ep.index }, ep.item, turn, completions[e], promptHist[e], respHist[e]);

@@ -12,7 +12,7 @@ import { jointIndices, jointReturns, mean } from './advantage.js';
 import type { SampledGroup, SamplingParams } from './agent.js';
 import { type AgentHandle, forEachAgent } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
-import { type Formatter, type RewardInput, type Task, TaskError } from './task.js';
+import { type Formatter, isPrompt, type Prompt, promptText, type RewardInput, type Task, TaskError } from './task.js';
 import { watched } from './watchdog.js';
 
 export interface TreeNode {
@@ -56,9 +56,10 @@ export function samplingParams(c: MagrpoConfig, greedy = false): SamplingParams 
 
 /**
  * The prompt agent i sees: formatter(item) at turn 0; later the transition's prompt, re-formatted.
- * A formatter that throws or returns anything but a string is a TaskError naming it and the item.
+ * A formatter that throws or returns anything but a string or a list of {role, content} messages
+ * is a TaskError naming it and the item.
  */
-export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, item: Item, external: string | null): string {
+export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, item: Item, external: string | null): Prompt {
   if (external !== null && ctx.config.external_prompt_passthrough) return external;
   // As the reference: later turns' formatters see a copy of the item whose `prompt` is the external prompt.
   const arg =
@@ -73,9 +74,9 @@ export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, ite
   } catch (e) {
     throw new TaskError('formatters', `threw on ${where}: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (typeof prompt !== 'string') {
+  if (!isPrompt(prompt)) {
     const got = prompt instanceof Promise ? 'a Promise (formatters must be synchronous)' : `${describe(prompt)}`;
-    throw new TaskError('formatters', `returned ${got} on ${where}; a formatter returns the prompt string`);
+    throw new TaskError('formatters', `returned ${got} on ${where}; a formatter returns the prompt string or a non-empty list of {role, content} messages`);
   }
   return prompt;
 }
@@ -139,7 +140,7 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
     const groups = raw.map((r, i) => ({ prompt: formatPrompt(ctx, i, item, r), promptIds: [], completions: [] }) as SampledGroup);
     return {
       turn: t,
-      rawPrompts: groups.map((g, i) => raw[i] ?? g.prompt),
+      rawPrompts: groups.map((g, i) => raw[i] ?? promptText(g.prompt)),
       groups,
       joint,
       rewards: [],
@@ -194,7 +195,7 @@ async function scoreNode<Item>(ctx: RolloutContext<Item>, item: Item, node: Tree
     joint.map((idx) =>
       computeReward(ctx, {
         completions: idx.map((g, i) => node.groups[i].completions[g].text),
-        prompts: node.groups.map((g) => g.prompt),
+        prompts: node.groups.map((g) => promptText(g.prompt)),
         item,
         turn: node.turn,
       }),

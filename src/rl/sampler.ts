@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import type { LanguageModel } from '../model/pretrained.js';
+import type { Prompt } from '../model/tokenizer.js';
 import { OpenAISampler, requestSeeds } from '../rollout/openai.js';
 import type { MagrpoConfig } from './config.js';
 
@@ -27,7 +28,8 @@ export interface SamplingParams {
 
 /** One prompt and how many completions to sample for it. */
 export interface SampleRequest {
-  prompt: string;
+  /** Text, or chat messages for the model's template (tokenizer.ts promptIds). */
+  prompt: Prompt;
   n: number;
 }
 
@@ -83,7 +85,7 @@ export class LocalSampler implements Sampler {
   ) {}
 
   async generate(requests: readonly SampleRequest[], params: SamplingParams): Promise<SampledPrompt[]> {
-    const flat = requests.flatMap((r) => new Array<string>(r.n).fill(r.prompt));
+    const flat = requests.flatMap((r) => new Array<Prompt>(r.n).fill(r.prompt));
     const rowRngs = this.seedPerRequest
       ? requestSeeds(this.rng, requests.length).flatMap((seed, k) => new Array<Rng>(requests[k].n).fill(new Rng(seed)))
       : undefined;
@@ -94,7 +96,7 @@ export class LocalSampler implements Sampler {
       const mine = out.slice(i, i + r.n);
       i += r.n;
       answers.push({
-        promptIds: mine[0]?.promptIds ?? this.lm.encode(r.prompt),
+        promptIds: mine[0]?.promptIds ?? this.lm.tokenizer.promptIds(r.prompt),
         completions: mine.map((s) => ({ ids: s.completionIds, text: s.text, logprobs: s.logprobs })),
       });
     }

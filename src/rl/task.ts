@@ -5,14 +5,38 @@
  * one object argument instead of Python signature inspection).
  */
 
-/** Turns a dataset item into agent i's prompt. Later turns also get the transition's prompt. */
-export type Formatter<Item> = (item: Item, externalPrompt?: string) => string;
+import type { ChatMessage, Prompt } from '../model/tokenizer.js';
+
+export type { ChatMessage, Prompt } from '../model/tokenizer.js';
+
+/**
+ * Turns a dataset item into agent i's prompt. Later turns also get the transition's prompt. A
+ * formatter returns text, or a list of `{role, content}` messages (TRL's conversational prompts)
+ * that each agent's chat template renders with the generation prompt (tokenizer.ts promptIds).
+ */
+export type Formatter<Item> = (item: Item, externalPrompt?: string) => Prompt;
+
+/** What a formatter may return: a string, or a non-empty list of {role, content} messages whose fields are strings. */
+export function isPrompt(v: unknown): v is Prompt {
+  if (typeof v === 'string') return true;
+  const message = (m: unknown) => typeof (m as ChatMessage | null)?.role === 'string' && typeof (m as ChatMessage).content === 'string';
+  return Array.isArray(v) && v.length > 0 && v.every(message);
+}
+
+/**
+ * A prompt as the task's callbacks and records see it (RewardInput.prompts, the transition's
+ * histories, samples.jsonl): text as it is, messages as their contents joined by blank lines. The
+ * template's markup is the agent's, not the task's; the recorded prompt ids hold it exactly.
+ */
+export function promptText(prompt: Prompt): string {
+  return typeof prompt === 'string' ? prompt : prompt.map((m) => m.content).join('\n\n');
+}
 
 /** Everything a reward function may look at for one joint action. */
 export interface RewardInput<Item> {
   /** One completion per agent, in agent order. */
   completions: readonly string[];
-  /** The prompt each agent saw. */
+  /** The prompt each agent saw, as text (promptText). */
   prompts: readonly string[];
   item: Item;
   /** 0-based turn of this joint action. */

@@ -11,7 +11,7 @@
  * above this one and imports it, not the other way round).
  */
 import type { Rng } from '../engine/rng.js';
-import type { TextTokenizer } from '../model/tokenizer.js';
+import type { Prompt, TextTokenizer } from '../model/tokenizer.js';
 import { AdapterLoader } from './adapters.js';
 import { type PoolOptions, RolloutError, ServerPool } from './pool.js';
 import { type ParsedChoice, parseCompletionResponse, ResponseShapeError } from './vllm.js';
@@ -38,7 +38,6 @@ export interface OpenAIClientOptions extends Omit<PoolOptions, 'log'> {
 export interface ClientModel {
   tokenizer: TextTokenizer;
   stopIds(): number[];
-  encode(text: string): number[];
   readonly model: { readonly vocabSize: number };
 }
 
@@ -99,7 +98,7 @@ export class OpenAISampler {
   }
 
   async generate(
-    requests: readonly { prompt: string; n: number }[],
+    requests: readonly { prompt: Prompt; n: number }[],
     params: ClientSamplingParams,
   ): Promise<{ promptIds: number[]; completions: ClientCompletion[] }[]> {
     const model = this.model;
@@ -108,14 +107,16 @@ export class OpenAISampler {
     const seeds = requestSeeds(this.rng, requests.length);
     return Promise.all(
       requests.map(async (r, k) => {
-        const promptIds = this.lm.encode(r.prompt);
+        const promptIds = this.lm.tokenizer.promptIds(r.prompt);
         const completions: ClientCompletion[] = [];
         for (let round = 0; completions.length < r.n; round++) {
           const want = r.n - completions.length;
           const seed = round === 0 ? seeds[k] : (seeds[k] + round * 7919) % 2 ** 31;
-          const { server, text } = await this.pool.post('/v1/completions', this.body(model, r.prompt, promptIds, want, params, seed)).catch((e: unknown) => {
-            throw this.explain(e);
-          });
+          const { server, text } = await this.pool
+            .post('/v1/completions', this.body(model, this.lm.tokenizer.renderPrompt(r.prompt), promptIds, want, params, seed))
+            .catch((e: unknown) => {
+              throw this.explain(e);
+            });
           const choices = parseBody(text, server);
           if (choices.length === 0) throw new RolloutError('bad_response', `${server} answered no choices for n = ${want}`, server);
           if (choices.length < want && round === 0 && !this.warnedShortN) {

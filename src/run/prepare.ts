@@ -12,7 +12,7 @@ import { didYouMean, type MagrpoConfig, resolveConfig } from '../rl/config.js';
 import { loadRunConfig } from './config-file.js';
 import type { RunConfig } from './run-config.js';
 import { RUN_FILES } from './run-dir.js';
-import { loadEnvironment, promptFits, splits } from './user-env.js';
+import { checkChatTemplates, loadEnvironment, promptFits, splits } from './user-env.js';
 
 export interface PreparedRun {
   /** The config file read. */
@@ -51,6 +51,7 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
   const numAgents = config.models?.length ?? explicitN ?? env.numAgents;
   const models = config.models ? config.models.map(modelPath) : new Array<string>(numAgents).fill(modelPath(config.model as string));
   const trainer = resolveConfig({ ...config.trainer, num_agents: models.length }, `${file} (trainer)`);
+  checkChatTemplates(config.env, models, file);
   const options = { ...config.env.options };
   for (const key of (config.env.name && envEntry(config.env.name)?.pathOptions) || [])
     if (typeof options[key] === 'string') options[key] = abs(options[key] as string);

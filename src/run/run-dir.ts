@@ -18,6 +18,7 @@ import { stringify } from 'yaml';
 import type { TrainerCallback } from '../rl/callbacks.js';
 import { resolveCheckpoint } from '../rl/checkpoint.js';
 import type { TreeNode } from '../rl/rollout.js';
+import { promptText } from '../rl/task.js';
 import type { RunConfig } from './run-config.js';
 
 export const RUN_FILES = {
@@ -142,7 +143,7 @@ export class SamplesRecorder implements TrainerCallback {
     return {
       turn: n.turn,
       env_step: n.envStep,
-      prompts: n.groups.map((g) => cut(g.prompt)),
+      prompts: n.groups.map((g) => cut(promptText(g.prompt))),
       completions: n.groups.map((g) => g.completions.map((c) => cut(c.text))),
       prompt_ids: n.groups.map((g) => g.promptIds),
       completion_ids: n.groups.map((g) => g.completions.map((c) => c.ids)),

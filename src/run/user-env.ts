@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import type { Environment, EpisodeResult } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
 import { loadTokenizer } from '../model/pretrained.js';
+import { ConfigError } from '../rl/config.js';
 import { formattersFor, type Task } from '../rl/task.js';
 import type { RunConfig } from './run-config.js';
 
@@ -109,5 +110,22 @@ export function promptFits(env: AnyEnv, models: readonly string[], maxTokens: nu
   const all = env.defaultSplits();
   const formatters = formattersFor(env.task({ train: all.train, eval: all.eval }), models.length);
   const tokenizers = models.map((m) => loadTokenizer(m));
-  return (item) => formatters.every((f, i) => tokenizers[i].encode(f(item)).length <= maxTokens);
+  return (item) => formatters.every((f, i) => tokenizers[i].promptIds(f(item)).length <= maxTokens);
+}
+
+/**
+ * `env.options.prompt_style: chat` renders every prompt with the agent's chat template: a model
+ * without one is a ConfigError naming the option and each such model, before anything loads.
+ */
+export function checkChatTemplates(env: RunConfig['env'], models: readonly string[], source: string): void {
+  if (env.name === undefined || env.options.prompt_style !== 'chat') return;
+  const missing = [...new Set(models)].filter((m) => !loadTokenizer(m).hasChatTemplate);
+  if (missing.length === 0) return;
+  throw new ConfigError(
+    missing.map((m) => ({
+      path: 'env.options.prompt_style',
+      message: `got "chat", but the model ${m} has no chat template (chat_template in tokenizer_config.json, chat_template.jinja, or a GGUF file's tokenizer.chat_template) — use an instruction-tuned model that has one, or prompt_style instruct`,
+    })),
+    source,
+  );
 }

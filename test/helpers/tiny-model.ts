@@ -11,14 +11,26 @@ import { createModel, saveModel } from '../../src/model/load.js';
 
 export const WORDS = ['go', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
 
-export function makeTinyModel(opts: { arch?: 'llama' | 'gpt2'; hidden?: number; layers?: number; seed?: number; dir?: string } = {}): string {
+/** ChatML, as SmolLM2-Instruct and Qwen2 write it (without their default system turn). */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+/** With `chat`: ChatML's two special tokens and its role names follow WORDS in the vocabulary. */
+export const CHAT_TOKENS = ['<|im_start|>', '<|im_end|>'];
+const ROLES = ['system', 'user', 'assistant'];
+
+/**
+ * With `chat`, the tokenizer also has ChatML's tokens and CHATML_TEMPLATE as its chat_template;
+ * its EOS stays <eos>, so ending a turn at <|im_end|> is the template's doing.
+ */
+export function makeTinyModel(opts: { arch?: 'llama' | 'gpt2'; hidden?: number; layers?: number; seed?: number; dir?: string; chat?: boolean } = {}): string {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'magrpo-tiny-'));
   mkdirSync(dir, { recursive: true });
   const vocab: Record<string, number> = { '<eos>': 0 };
-  WORDS.forEach((w, i) => {
+  const words = opts.chat ? [...WORDS, ...CHAT_TOKENS, ...ROLES] : WORDS;
+  words.forEach((w, i) => {
     vocab[w] = i + 1;
   });
-  const V = WORDS.length + 1;
+  const V = words.length + 1;
   const C = opts.hidden ?? 16;
   const L = opts.layers ?? 1;
   const hf =
@@ -55,7 +67,15 @@ export function makeTinyModel(opts: { arch?: 'llama' | 'gpt2'; hidden?: number; 
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: [{ id: 0, content: '<eos>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    added_tokens: ['<eos>', ...(opts.chat ? CHAT_TOKENS : [])].map((content) => ({
+      id: vocab[content],
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    })),
     normalizer: null,
     pre_tokenizer: { type: 'WhitespaceSplit' },
     post_processor: null,
@@ -63,6 +83,7 @@ export function makeTinyModel(opts: { arch?: 'llama' | 'gpt2'; hidden?: number; 
     model: { type: 'WordLevel', vocab, unk_token: '<eos>' },
   };
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<eos>', pad_token: '<eos>' }));
+  const chat = opts.chat ? { chat_template: CHATML_TEMPLATE } : {};
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ eos_token: '<eos>', pad_token: '<eos>', ...chat }));
   return dir;
 }

@@ -182,6 +182,33 @@ describe('TextTokenizer', () => {
     assert.equal(ids.filter((id) => id === IM_END).length, 2);
   });
 
+  test("promptIds: text with the special tokens, messages rendered with the generation prompt and only the template's BOS", () => {
+    const bos = TextTokenizer.fromDir(bosLike());
+    assert.deepEqual(bos.promptIds('the'), [ENDOFTEXT, 116, HE]);
+    assert.equal(bos.renderPrompt('the'), 'the');
+    const messages = [{ role: 'user', content: 'the' }];
+    assert.equal(bos.renderPrompt(messages), '<|endoftext|>[user] the<|im_end|>');
+    const ids = bos.promptIds(messages);
+    assert.deepEqual(ids, bos.encode('<|endoftext|>[user] the<|im_end|>', { addSpecialTokens: false }));
+    assert.equal(ids.filter((id) => id === ENDOFTEXT).length, 1);
+    const qwen = TextTokenizer.fromDir(qwenLike());
+    const rendered = qwen.renderPrompt(messages);
+    assert.ok(rendered.endsWith('<|im_start|>user\nthe<|im_end|>\n<|im_start|>assistant\n'), rendered);
+    assert.deepEqual(qwen.promptIds(messages), qwen.encode(rendered, { addSpecialTokens: false }));
+  });
+
+  test('chatEndId: the special token after an assistant turn; null without a template', () => {
+    assert.equal(TextTokenizer.fromDir(qwenLike()).chatEndId, IM_END);
+    assert.equal(TextTokenizer.fromDir(bosLike()).chatEndId, IM_END);
+    const plain = writeFolder({ 'tokenizer.json': tokenizerJson(BYTE_LEVEL_POST), 'tokenizer_config.json': { eos_token: '<|endoftext|>' } });
+    assert.equal(TextTokenizer.fromDir(plain).chatEndId, null);
+    const textual = writeFolder({
+      'tokenizer.json': tokenizerJson(BYTE_LEVEL_POST),
+      'tokenizer_config.json': { eos_token: '<|endoftext|>', chat_template: '{% for m in messages %}{{ m.role }}: {{ m.content }}\n\n{% endfor %}' },
+    });
+    assert.equal(TextTokenizer.fromDir(textual).chatEndId, null);
+  });
+
   test('chat_template.jinja gets the special-token strings and raise_exception', () => {
     const tok = TextTokenizer.fromDir(bosLike());
     assert.equal(tok.applyChatTemplate([{ role: 'user', content: 'hi' }]), '<|endoftext|>[user] hi<|im_end|>');
@@ -234,6 +261,18 @@ describe('TextTokenizer errors', () => {
       () => tok.applyChatTemplate([{ role: 'user', content: 'hi' }]),
       'NO_CHAT_TEMPLATE',
       `${join(dir, 'tokenizer_config.json')}: this tokenizer has no chat_template — use an instruct/chat checkpoint, or format prompts as plain text`,
+    );
+  });
+
+  test('a chat prompt for a tokenizer without a template names the option and the model', () => {
+    const dir = writeFolder({ 'tokenizer.json': tokenizerJson(BYTE_LEVEL_POST), 'tokenizer_config.json': { eos_token: '<|endoftext|>' } });
+    const tok = TextTokenizer.fromDir(dir);
+    assert.equal(tok.hasChatTemplate, false);
+    assert.deepEqual(tok.promptIds('the'), [116, HE]);
+    expectCheckpointError(
+      () => tok.promptIds([{ role: 'user', content: 'hi' }]),
+      'NO_CHAT_TEMPLATE',
+      `${join(dir, 'tokenizer_config.json')}: the prompt is a list of chat messages (a formatter returned messages, as env.options.prompt_style chat does), but this model has no chat template — use a model whose tokenizer has a chat_template (an instruct/chat checkpoint), or plain-text prompts`,
     );
   });
 

@@ -1,14 +1,19 @@
 /** Run config files: errors by key path and file position, --set, JSON Schema, shipped examples. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaText } from '../../src/cli/schema.js';
 import { FEEDBACK_MODES } from '../../src/envs/coding/index.js';
 import { ENVIRONMENTS } from '../../src/envs/registry.js';
+import { ConfigError } from '../../src/rl/config.js';
+import type { Task } from '../../src/rl/task.js';
 import { ConfigFileError, loadRunConfig, parseSet } from '../../src/run/config-file.js';
+import { prepareRun } from '../../src/run/prepare.js';
 import { runConfigJsonSchema } from '../../src/run/run-config.js';
+import { promptFits, taskEnvironment } from '../../src/run/user-env.js';
+import { makeTinyModel } from '../helpers/tiny-model.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'magrpo-config-'));
 let n = 0;
@@ -159,5 +164,39 @@ describe('JSON Schema and shipped configs', () => {
       names.add(config.env.name ?? 'module');
     }
     assert.deepEqual([...names].sort(), ['arxiv', 'coop-python', 'humaneval', 'module', 'tldr']);
+  });
+});
+
+describe('env.options.prompt_style chat', () => {
+  it('a model without a chat template is a config error naming the option and the model; one with a template prepares', async () => {
+    const [chat, plain] = [makeTinyModel({ chat: true }), makeTinyModel()];
+    try {
+      const config = (models: string[]) => file(`env:\n  name: tldr\n  options:\n    prompt_style: chat\nmodels: [${models.join(', ')}]\n`);
+      await assert.rejects(prepareRun(config([chat, plain])), (e: unknown) => {
+        assert.ok(e instanceof ConfigError);
+        assert.deepEqual(e.message.split('\n').slice(1), [
+          `  env.options.prompt_style: got "chat", but the model ${plain} has no chat template (chat_template in tokenizer_config.json, chat_template.jinja, or a GGUF file's tokenizer.chat_template) — use an instruction-tuned model that has one, or prompt_style instruct`,
+        ]);
+        return true;
+      });
+      assert.deepEqual((await prepareRun(config([chat, chat]))).models, [chat, chat]);
+    } finally {
+      for (const d of [chat, plain]) rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  it('max_prompt_tokens counts the rendered template', () => {
+    const chat = makeTinyModel({ chat: true });
+    try {
+      const task: Task<unknown> = { dataset: [], formatters: (item) => [{ role: 'user', content: (item as { prompt: string }).prompt }], reward: () => 0 };
+      const env = taskEnvironment(task, 'test');
+      // <|im_start|> user go a <|im_end|> <|im_start|> assistant
+      assert.deepEqual(
+        [6, 7].map((max) => promptFits(env, [chat, chat], max)({ prompt: 'go a' })),
+        [false, true],
+      );
+    } finally {
+      rmSync(chat, { recursive: true, force: true });
+    }
   });
 });

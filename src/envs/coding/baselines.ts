@@ -17,7 +17,7 @@
  * role's opening plus its reply ('' + reply for the paper's instruct prompts).
  */
 import type { LanguageModel } from '../../model/pretrained.js';
-import type { Formatter, RewardFn, Task, Transition } from '../../rl/task.js';
+import type { Formatter, Prompt, RewardFn, Task, Transition } from '../../rl/task.js';
 import type { PythonSandbox } from '../../sandbox/index.js';
 import type { Baseline, EpisodeResult, InferenceSampling } from '../environment.js';
 import { runTeam } from '../run.js';
@@ -51,7 +51,7 @@ export function codingBaselines(sandbox: PythonSandbox, rewardOpts: CodeRewardOp
     first: ((item: CodingItem) => string)[],
     second?: (item: CodingItem, codes: string[]) => string[],
   ): Promise<EpisodeResult[]> {
-    const formatters: Formatter<CodingItem>[] = first.map((f) => (item, external) => external ?? f(item));
+    const formatters: Formatter<CodingItem>[] = first.map((f) => (item, external) => style.wrap(external ?? f(item)));
     const transition: Transition<CodingItem> | undefined = second && (({ item, completions }) => second(item, codesOf(item, roles, completions)));
     const reward: RewardFn<CodingItem> = ({ item, completions }) => score(item, codesOf(item, roles, completions));
     const task: Task<CodingItem> = { dataset: items, formatters, reward, transition };
@@ -91,7 +91,7 @@ export function codingBaselines(sandbox: PythonSandbox, rewardOpts: CodeRewardOp
 }
 
 /** One batched call: each reply as code, completion token counts, and seconds per item. */
-function sampleBatch(lm: LanguageModel, prompts: readonly string[], openings: readonly string[], sampling: InferenceSampling, stream: number) {
+function sampleBatch(lm: LanguageModel, prompts: readonly Prompt[], openings: readonly string[], sampling: InferenceSampling, stream: number) {
   const t0 = performance.now();
   const out = lm.sample(prompts, { ...sampling, rng: sampling.seed + stream });
   const seconds = (performance.now() - t0) / 1000 / Math.max(1, prompts.length);
@@ -106,8 +106,14 @@ async function sequential(
   style: PromptStyle,
 ): Promise<EpisodeResult[]> {
   const opening = (role: CodingRole) => items.map((item) => style.opening(item, role));
-  const aux = sampleBatch(models[0], items.map(style.baselineAux), opening('aux'), sampling, 0);
-  const mainPrompts = items.map((item, e) => style.mainSeeingAux(item, style.share(aux.codes[e], 'aux'), 'sequential'));
+  const aux = sampleBatch(
+    models[0],
+    items.map((item) => style.wrap(style.baselineAux(item))),
+    opening('aux'),
+    sampling,
+    0,
+  );
+  const mainPrompts = items.map((item, e) => style.wrap(style.mainSeeingAux(item, style.share(aux.codes[e], 'aux'), 'sequential')));
   const main = sampleBatch(models[1], mainPrompts, opening('main'), sampling, 7919);
   return Promise.all(
     items.map(async (item, e) => {

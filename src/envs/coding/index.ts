@@ -21,14 +21,14 @@ import { codingBaselines } from './baselines.js';
 import { type CodingItem, humanevalSplits, loadCodingJsonl, loadCoopPython } from './data.js';
 import { codingTransition, type FeedbackOptions } from './feedback.js';
 import { codingMetrics } from './metrics.js';
-import { type CodingRole, type PromptStyleName, promptStyle } from './prompt-style.js';
+import { type CodingRole, type PromptStyle, type PromptStyleName, promptStyle } from './prompt-style.js';
 import { type CodeRewardOptions, codeReward } from './reward.js';
 
 export type { CodingItem } from './data.js';
 export { CodingDataError, humanevalSplits, loadCodingJsonl, loadCoopPython, loadHumanEval } from './data.js';
 export { codingTransition, FEEDBACK_MODES, type FeedbackMode, type FeedbackOptions } from './feedback.js';
 export { codingMetrics } from './metrics.js';
-export { CODE, INSTRUCT, type PromptStyle, type PromptStyleName, promptStyle } from './prompt-style.js';
+export { CHAT, CODE, INSTRUCT, type PromptStyle, type PromptStyleName, promptStyle } from './prompt-style.js';
 export { type AuxPenaltyMode, COMPONENT_MAX, type CodeRewardOptions, type CodeRewardResult, codeReward } from './reward.js';
 
 export interface CodingEnvOptions {
@@ -40,17 +40,19 @@ export interface CodingEnvOptions {
   /** Turn-2+ prompts (default mode level_feedback). */
   feedback?: FeedbackOptions;
   /**
-   * 'instruct' (default): the paper's prompts, for instruction-tuned models. 'code': code-completion
-   * prompts for base models (code-prompts.ts); single-turn only, as the feedback prompts are instructions.
+   * 'instruct' (default): the paper's prompts as raw text. 'chat': the same prompts, and the
+   * feedback prompts of later turns, as the user turn of each agent's chat template, for
+   * instruction-tuned models. 'code': code-completion prompts for base models (code-prompts.ts);
+   * single-turn only, as the feedback prompts are instructions.
    */
   promptStyle?: PromptStyleName;
 }
 
-/** Later turns receive complete prompts from the transition and use them as they are. */
+/** Later turns receive complete prompts from the transition and use them as they are, wrapped as the style sends text. */
 const firstTurn =
-  (format: (item: CodingItem) => string): Formatter<CodingItem> =>
+  (style: PromptStyle, format: (item: CodingItem) => string): Formatter<CodingItem> =>
   (item, external) =>
-    external ?? format(item);
+    style.wrap(external ?? format(item));
 
 function codingEnvironment(
   spec: { name: string; description: string; splits: () => { train: CodingItem[]; eval: CodingItem[] } },
@@ -77,7 +79,7 @@ function codingEnvironment(
         outputKind: 'code',
         dataset: split.train ?? splits().train,
         evalDataset: split.eval ?? splits().eval,
-        formatters: roles.map((role) => firstTurn(style[role])),
+        formatters: roles.map((role) => firstTurn(style, style[role])),
         reward: async ({ completions, item }) => {
           if (completions.length !== numAgents) throw new Error(`the ${spec.name} reward scores ${numAgents} agent(s), got ${completions.length}`);
           const codes = completions.map((c, i) => style.opening(item, roles[i]) + c);
@@ -86,7 +88,7 @@ function codingEnvironment(
           return { reward: r.reward, components: { ...r.components } };
         },
         // The feedback prompts are instructions: code-style teams play one turn (the trainer says so).
-        transition: style.name === 'instruct' ? codingTransition(sandbox, numAgents, { thinWrapper: opts.reward?.thinWrapper, ...opts.feedback }) : undefined,
+        transition: style.name !== 'code' ? codingTransition(sandbox, numAgents, { thinWrapper: opts.reward?.thinWrapper, ...opts.feedback }) : undefined,
         // Trainer eval episodes carry no timing or token counts: only the reward table and pass@k.
         evalMetrics: (episodes) => {
           const table = codingMetrics(episodeResults(episodes));

@@ -12,7 +12,7 @@
  */
 import { Rng } from '../../engine/rng.js';
 import type { LanguageModel } from '../../model/pretrained.js';
-import type { Formatter, RewardFn, Task } from '../../rl/task.js';
+import type { Formatter, Prompt, RewardFn, Task } from '../../rl/task.js';
 import type { Baseline, EpisodeResult, InferenceSampling } from '../environment.js';
 import { runTeam } from '../run.js';
 import { type BaselinePrompts, PARAGRAPH_SPLIT } from './prompts.js';
@@ -27,7 +27,11 @@ export interface WritingSpec<Item> {
   formatters: readonly [(source: string) => string, (source: string) => string];
   reward: (c1: string, c2: string) => WritingReward;
   prompts: BaselinePrompts;
+  /** What every prompt, the agents' and the baselines', is sent as (default: the text itself; prompt_style chat: the user turn). */
+  wrap?: (text: string) => Prompt;
 }
+
+export const plainText = (text: string): Prompt => text;
 
 const FIRST_PREFIX = new RegExp(`^Paragraph 1:${PY_SPACE_CLASS}*`, 'iu');
 const SECOND_PREFIX = new RegExp(`^Paragraph 2:${PY_SPACE_CLASS}*`, 'iu');
@@ -57,7 +61,7 @@ export function splitTwoParagraphs(response: string, ratio: readonly [number, nu
 }
 
 /** One batched call: stripped texts, completion token counts, and seconds per item. */
-function sampleBatch(lm: LanguageModel, prompts: readonly string[], sampling: InferenceSampling, stream: number) {
+function sampleBatch(lm: LanguageModel, prompts: readonly Prompt[], sampling: InferenceSampling, stream: number) {
   const t0 = performance.now();
   const out = lm.sample(prompts, { ...sampling, rng: sampling.seed + stream });
   const seconds = (performance.now() - t0) / 1000 / Math.max(1, prompts.length);
@@ -79,6 +83,7 @@ function teamTask<Item>(spec: WritingSpec<Item>, items: readonly Item[], formatt
 
 export function writingBaselines<Item>(spec: WritingSpec<Item>): Baseline<Item>[] {
   const { prompts, source } = spec;
+  const wrap = spec.wrap ?? plainText;
   return [
     {
       name: 'single_agent',
@@ -87,7 +92,7 @@ export function writingBaselines<Item>(spec: WritingSpec<Item>): Baseline<Item>[
       async run(items, models, sampling) {
         const { texts, tokens, seconds } = sampleBatch(
           models[0],
-          items.map((it) => prompts.single(source(it))),
+          items.map((it) => wrap(prompts.single(source(it)))),
           sampling,
           0,
         );
@@ -103,7 +108,7 @@ export function writingBaselines<Item>(spec: WritingSpec<Item>): Baseline<Item>[
       description: 'each agent answers its own MAGRPO prompt without seeing the other',
       numModels: 2,
       async run(items, models, sampling) {
-        const formatters = spec.formatters.map((f) => (item: Item) => f(source(item)));
+        const formatters = spec.formatters.map((f) => (item: Item) => wrap(f(source(item))));
         const results = await runTeam(teamTask(spec, items, formatters), items, models, sampling);
         return results.map((r) => ({ ...r, completions: r.completions.map(pyStrip) }));
       },
@@ -116,13 +121,13 @@ export function writingBaselines<Item>(spec: WritingSpec<Item>): Baseline<Item>[
         const [firstPrompt, secondPrompt] = prompts.sequential;
         const a = sampleBatch(
           models[0],
-          items.map((it) => firstPrompt(source(it))),
+          items.map((it) => wrap(firstPrompt(source(it)))),
           sampling,
           0,
         );
         const b = sampleBatch(
           models[1],
-          items.map((it, e) => secondPrompt(source(it), a.texts[e])),
+          items.map((it, e) => wrap(secondPrompt(source(it), a.texts[e]))),
           sampling,
           7919,
         );
@@ -139,7 +144,7 @@ export function writingBaselines<Item>(spec: WritingSpec<Item>): Baseline<Item>[
           models.slice(0, 2).map((lm, i) =>
             sampleBatch(
               lm,
-              items.map((it, e) => make(i, it, e)),
+              items.map((it, e) => wrap(make(i, it, e))),
               sampling,
               7919 * i + 104729 * k,
             ),

@@ -11,8 +11,8 @@ import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
 import { grammarValidity } from '../../text/grammar.js';
-import type { Environment, EpisodeResult } from '../environment.js';
-import { type WritingSpec, writingBaselines } from './baselines.js';
+import { type Environment, type EpisodeResult, userTurn } from '../environment.js';
+import { plainText, type WritingSpec, writingBaselines } from './baselines.js';
 import { ARXIV_COMPLETION, type CompletionPrompts, TLDR_COMPLETION } from './completion-prompts.js';
 import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
 import {
@@ -40,14 +40,16 @@ export interface WritingEnvOptions {
    */
   fluencyGuard?: FluencyGuard;
   /**
-   * 'instruct' (default): the paper's prompts, for instruction-tuned models. 'completion': the
-   * source text followed by the opening of the agent's paragraph, for base models
-   * (completion-prompts.ts); the baselines' prompts follow the same style.
+   * 'instruct' (default): the paper's prompts as raw text, as the paper's trainer sent them.
+   * 'chat': the same prompts as the user turn of each agent's chat template, for
+   * instruction-tuned models (a model without a template is an error). 'completion': the source
+   * text followed by the opening of the agent's paragraph, for base models
+   * (completion-prompts.ts). The baselines' prompts follow the same style.
    */
   promptStyle?: WritingPromptStyle;
 }
 
-export type WritingPromptStyle = 'instruct' | 'completion';
+export type WritingPromptStyle = 'instruct' | 'chat' | 'completion';
 
 /** Word validity at which an agent's factor reaches 0 and 1 (linear in between). */
 export interface FluencyGuard {
@@ -82,10 +84,11 @@ interface WritingKind<Item> extends WritingSpec<Item> {
   levels: (c1: string, c2: string) => WritingLevels;
 }
 
-/** The kind with the completion-style prompts swapped in when asked for. */
+/** The kind with the chat wrapping or the completion-style prompts when asked for. */
 function styled<Item>(kind: WritingKind<Item>, style: WritingPromptStyle | undefined, completion: CompletionPrompts): WritingKind<Item> {
   if (style === undefined || style === 'instruct') return kind;
-  if (style !== 'completion') throw new Error(`prompt_style: got ${JSON.stringify(style)}, expected "instruct" or "completion"`);
+  if (style === 'chat') return { ...kind, wrap: userTurn };
+  if (style !== 'completion') throw new Error(`prompt_style: got ${JSON.stringify(style)}, expected "instruct", "chat" or "completion"`);
   return { ...kind, formatters: completion.formatters, prompts: completion.baselines };
 }
 
@@ -93,6 +96,7 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
   const dataDir = opts.dataDir ?? join(packageRoot(), 'data', 'writing');
   const load = (split: 'train' | 'eval') => loadWritingItems(join(dataDir, `${kind.name}.${split}.jsonl.gz`), kind.field) as unknown as Item[];
   const [f1, f2] = kind.formatters;
+  const wrap = kind.wrap ?? plainText;
   return {
     name: kind.name,
     description: kind.description,
@@ -104,7 +108,7 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
         outputKind: 'prose',
         dataset: split.train ?? load('train'),
         evalDataset: split.eval ?? load('eval'),
-        formatters: [(item) => f1(kind.source(item)), (item) => f2(kind.source(item))],
+        formatters: [(item) => wrap(f1(kind.source(item))), (item) => wrap(f2(kind.source(item)))],
         reward: ({ completions }) => {
           if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
           const s = kind.reward(completions[0], completions[1]);

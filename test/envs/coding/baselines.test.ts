@@ -8,9 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../../src/engine/runtime.js';
 import { codingBaselines } from '../../../src/envs/coding/baselines.js';
 import type { CodingItem } from '../../../src/envs/coding/data.js';
-import { CODE } from '../../../src/envs/coding/prompt-style.js';
+import { CHAT, CODE, INSTRUCT, type PromptStyle } from '../../../src/envs/coding/prompt-style.js';
 import type { InferenceSampling } from '../../../src/envs/environment.js';
 import { LanguageModel, type TextSample } from '../../../src/model/pretrained.js';
+import { type Prompt, promptText } from '../../../src/rl/task.js';
 import { PythonSandbox } from '../../../src/sandbox/index.js';
 import { makeTinyCoder } from './tiny-coder.js';
 
@@ -116,6 +117,37 @@ describe('scores with a scripted model', () => {
     const [r] = await byName('single_agent').run(items.slice(0, 1), [solo], sampling);
     assert.equal(r.reward, 2.1);
     assert.deepEqual(r.completions, ['def f(x):\n    return x + 1']);
+  });
+});
+
+describe('chat prompt style (instruction-tuned models)', () => {
+  it('every baseline sends the instruct prompts, each as the user turn, and scores alike', async () => {
+    const AUX = 'def aux(x):\n    return x + 1';
+    const MAIN = 'def f(x):\n    y = aux(x)\n    return y * 1';
+    const run = async (style: PromptStyle) => {
+      const sent: Prompt[] = [];
+      const team = {
+        sample: (prompts: readonly Prompt[]): TextSample[] =>
+          prompts.map((p) => {
+            sent.push(p);
+            const helper = /^(Create a|Improve your) helper/.test(promptText(p));
+            return { promptIds: [], completionIds: [1], text: `\n${helper ? AUX : MAIN}\n`, logprobs: [], finishReason: 'stop_token' };
+          }),
+      } as unknown as LanguageModel;
+      const rewards: number[] = [];
+      for (const b of codingBaselines(new PythonSandbox({ concurrency: 2 }), {}, style))
+        rewards.push(...(await b.run(items, [team, team], sampling)).map((r) => r.reward));
+      return { sent, rewards };
+    };
+    const instruct = await run(INSTRUCT);
+    const chat = await run(CHAT);
+    assert.equal(chat.sent.length, items.length * (1 + 2 + 2 + 4));
+    assert.deepEqual(
+      chat.sent,
+      instruct.sent.map((p) => [{ role: 'user', content: p }]),
+    );
+    assert.deepEqual(chat.rewards, instruct.rewards);
+    assert.deepEqual(chat.rewards.slice(2), [4, 4, 4, 4, 4, 4]);
   });
 });
 

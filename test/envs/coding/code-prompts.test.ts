@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AUX_OPENING, codeAuxPrompt, codeMainPrompt, codeOpening, codeSinglePrompt } from '../../../src/envs/coding/code-prompts.js';
 import { type CodingItem, coopPythonEnvironment, loadCoopPython } from '../../../src/envs/coding/index.js';
-import { formattersFor, type RewardFn } from '../../../src/rl/task.js';
+import { formattersFor, promptText, type RewardFn } from '../../../src/rl/task.js';
 import { PythonSandbox } from '../../../src/sandbox/index.js';
 
 const typed = {
@@ -50,7 +50,7 @@ describe('the environment in code style', () => {
       const { aux_solution: aux, main_solution: main } = item as unknown as { aux_solution: string; main_solution: string };
       const opening = item.prompt.trimEnd();
       assert.ok(aux.startsWith(AUX_OPENING) && main.startsWith(opening));
-      const prompts = formattersFor(code, 2).map((f) => f(item));
+      const prompts = formattersFor(code, 2).map((f) => promptText(f(item)));
       assert.ok(prompts[0].endsWith(AUX_OPENING) && prompts[1].endsWith(opening));
       const split = await (code.reward as RewardFn<CodingItem>)({
         item,

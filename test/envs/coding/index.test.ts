@@ -11,9 +11,11 @@ import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../../src/engine/runtime.js';
 import { type CodingItem, codingEnvironmentFromJsonl, coopPythonEnvironment, humanevalEnvironment } from '../../../src/envs/coding/index.js';
 import { auxPrompt, mainPrompt, singleAgentPrompt } from '../../../src/envs/coding/prompts.js';
+import { envEntry } from '../../../src/envs/registry.js';
+import { TextTokenizer } from '../../../src/model/tokenizer.js';
 import { MemorySink } from '../../../src/rl/metrics.js';
 import type { TreeNode } from '../../../src/rl/rollout.js';
-import type { Formatter, RewardFn } from '../../../src/rl/task.js';
+import { type Formatter, formattersFor, promptText, type RewardFn } from '../../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../../src/rl/trainer.js';
 import { PythonSandbox } from '../../../src/sandbox/index.js';
 import { makeTinyCoder } from './tiny-coder.js';
@@ -43,6 +45,24 @@ describe('environments', () => {
       env.baselines.map((b) => b.name),
       ['single_agent', 'naive_concat', 'sequential_pipeline', 'one_round_discussion'],
     );
+  });
+
+  it("prompt_style chat: the paper's prompts and later turns' feedback prompts are the user turn, rendered with the generation prompt", async () => {
+    const task = humanevalEnvironment({ sandbox, promptStyle: 'chat' }).task({ train: [item] });
+    const [fa, fm] = task.formatters as Formatter<CodingItem>[];
+    const user = (content: string) => [{ role: 'user', content }];
+    assert.deepEqual(fa(item), user(auxPrompt(item)));
+    assert.deepEqual(fm(item), user(mainPrompt(item)));
+    assert.deepEqual(fm(item, 'feedback prompt'), user('feedback prompt'));
+    assert.ok(task.transition, 'chat teams play the feedback turns as instruct teams do');
+    const tokenizer = TextTokenizer.fromDir(join(import.meta.dirname, '../../fixtures/models/tiny-qwen2'));
+    assert.equal(tokenizer.renderPrompt(fa(item)), `<|im_start|>user\n${auxPrompt(item)}<|im_end|>\n<|im_start|>assistant\n`);
+    const single = humanevalEnvironment({ sandbox, promptStyle: 'chat', numAgents: 1 }).task({ train: [item] });
+    assert.deepEqual((single.formatters as Formatter<CodingItem>[])[0](item), user(singleAgentPrompt(item)));
+    const entry = envEntry('coop-python');
+    assert.ok(entry);
+    const env = await entry.load(entry.options.parse({ prompt_style: 'chat' }));
+    assert.deepEqual(formattersFor(env.task({ train: [item], eval: [] }), 2)[1](item), user(mainPrompt(item)));
   });
 
   it('the task reward scores [aux, main]; numAgents 1 scores [main] with aux = ""', async () => {
@@ -135,8 +155,8 @@ describe('MAGRPO, two turns with level_feedback', () => {
     // Each root has G = 2 children (aligned joint actions), whose prompts are level_feedback diagnostics.
     const child = roots[0].children[0] as TreeNode;
     assert.equal(roots[0].children.length, 2);
-    assert.ok(child.groups[1].prompt.includes('Static and execution diagnostics:'));
-    assert.ok(child.groups[1].prompt.startsWith('History: previous prompts:\n- Turn 1 prompt:\nSolve this coding problem'));
+    assert.ok(promptText(child.groups[1].prompt).includes('Static and execution diagnostics:'));
+    assert.ok(promptText(child.groups[1].prompt).startsWith('History: previous prompts:\n- Turn 1 prompt:\nSolve this coding problem'));
     const logged = new Set(sink.entries.flatMap((e) => Object.keys(e.metrics)));
     for (const turn of [1, 2])
       for (const c of ['structure', 'syntax', 'tests', 'cooperation', 'penalty']) assert.ok(logged.has(`turn_${turn}/reward/${c}`), `turn_${turn}/reward/${c}`);

@@ -50,7 +50,10 @@ describe('writing completion prompts', () => {
     assert.equal(promptOf(base, 1, item), `${POST}\n\nIn other words,`);
     const arxiv = arxivEnvironment({ promptStyle: 'completion' }).task({ train: [{ abstract_text: 'We study X.' }], eval: [] });
     assert.equal(promptOf(arxiv, 0, { abstract_text: 'We study X.' }), 'We study X.\n\nBackground.');
-    assert.throws(() => tldrEnvironment({ promptStyle: 'chat' as 'completion' }), /prompt_style: got "chat", expected "instruct" or "completion"/);
+    assert.throws(
+      () => tldrEnvironment({ promptStyle: 'dialogue' as 'completion' }),
+      /prompt_style: got "dialogue", expected "instruct", "chat" or "completion"/,
+    );
   });
 
   it('the registry option prompt_style selects the style and names a bad value', async () => {
@@ -60,7 +63,7 @@ describe('writing completion prompts', () => {
     const task = (await entry.load(options)).task({ train: [{ prompt: POST }], eval: [] });
     assert.equal(promptOf(task, 1, { prompt: POST }), `${POST}\n\nIn other words,`);
     assert.equal(entry.options.parse({}).prompt_style, 'instruct');
-    const bad = entry.options.safeParse({ prompt_style: 'chat' });
+    const bad = entry.options.safeParse({ prompt_style: 'dialogue' });
     assert.equal(bad.success, false);
     assert.match(JSON.stringify(bad.error?.issues), /prompt_style/);
   });

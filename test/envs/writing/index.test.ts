@@ -1,13 +1,17 @@
 /** The tldr and arxiv environments: task wiring, the paper's metrics, and a short MAGRPO run each. */
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../../src/engine/runtime.js';
-import type { EpisodeResult } from '../../../src/envs/environment.js';
+import type { Environment, EpisodeResult } from '../../../src/envs/environment.js';
+import { envEntry } from '../../../src/envs/registry.js';
 import { type ArxivItem, arxivEnvironment, arxivReward, type TldrItem, tldrEnvironment } from '../../../src/envs/writing/index.js';
 import { arxivBackgroundPrompt, arxivMethodsPrompt, tldrElaborationPrompt, tldrSummaryPrompt } from '../../../src/envs/writing/prompts.js';
+import type { LanguageModel, TextSample } from '../../../src/model/pretrained.js';
+import { TextTokenizer } from '../../../src/model/tokenizer.js';
 import { MemorySink } from '../../../src/rl/metrics.js';
-import { formattersFor, type RewardFn } from '../../../src/rl/task.js';
+import { formattersFor, type Prompt, promptText, type RewardFn } from '../../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../../src/rl/trainer.js';
 import { makeTinyWriter } from './tiny-writer.js';
 
@@ -35,7 +39,7 @@ describe('environment definitions', () => {
     const [f1, f2] = formattersFor(task, 2);
     assert.equal(f1(tldrItems[0]), tldrSummaryPrompt(tldrItems[0].prompt));
     assert.equal(f2(tldrItems[0]), tldrElaborationPrompt(tldrItems[0].prompt));
-    assert.ok(f1(tldrItems[0]).startsWith('Create a concise summary response to this post.\n\nQuery:\nSOURCE: test'));
+    assert.ok(promptText(f1(tldrItems[0])).startsWith('Create a concise summary response to this post.\n\nQuery:\nSOURCE: test'));
     const reward = task.reward as RewardFn<TldrItem>;
     const c1 = ws(1, 10).padEnd(100);
     const c2 = `w1 ${ws(101, 19)}`.padEnd(200);
@@ -80,6 +84,59 @@ describe('environment definitions', () => {
   });
 });
 
+describe('prompt_style: chat', () => {
+  const tokenizer = TextTokenizer.fromDir(join(import.meta.dirname, '../../fixtures/models/tiny-qwen2'));
+  /** The fixture's template: ChatML without a system turn. */
+  const chatml = (text: string) => `<|im_start|>user\n${text}<|im_end|>\n<|im_start|>assistant\n`;
+
+  it("the paper's prompts are the user turn, rendered by the agent's template with the generation prompt (tldr, arxiv)", () => {
+    const check = <I>(env: Environment<I>, item: I, paper: readonly ((source: string) => string)[], source: string) => {
+      for (const [i, f] of formattersFor(env.task({ train: [item], eval: [] }), 2).entries()) {
+        const prompt = f(item);
+        assert.deepEqual(prompt, [{ role: 'user', content: paper[i](source) }], `${env.name} agent ${i}`);
+        const text = tokenizer.renderPrompt(prompt);
+        assert.equal(text, chatml(paper[i](source)));
+        assert.deepEqual(tokenizer.promptIds(prompt), tokenizer.encode(text, { addSpecialTokens: false }));
+      }
+    };
+    check(tldrEnvironment({ promptStyle: 'chat' }), tldrItems[0], [tldrSummaryPrompt, tldrElaborationPrompt], tldrItems[0].prompt);
+    check(arxivEnvironment({ promptStyle: 'chat' }), arxivItems[0], [arxivBackgroundPrompt, arxivMethodsPrompt], arxivItems[0].abstract_text);
+  });
+
+  it('every baseline sends the instruct prompts, each as the user turn', async () => {
+    const sent = async (env: ReturnType<typeof tldrEnvironment>) => {
+      const prompts: Prompt[] = [];
+      const lm = {
+        sample: (ps: readonly Prompt[]): TextSample[] => {
+          prompts.push(...ps);
+          return ps.map((p) => ({ promptIds: [], completionIds: [1], text: ` reply to ${promptText(p).length}`, logprobs: [], finishReason: 'stop_token' }));
+        },
+      } as unknown as LanguageModel;
+      for (const b of env.baselines) await b.run(tldrItems.slice(0, 2), [lm, lm], { maxNewTokens: 4, seed: 1 });
+      return prompts;
+    };
+    const instruct = await sent(tldrEnvironment());
+    const chat = await sent(tldrEnvironment({ promptStyle: 'chat' }));
+    assert.equal(chat.length, 2 * (1 + 2 + 2 + 4));
+    assert.deepEqual(
+      chat,
+      instruct.map((p) => [{ role: 'user', content: p }]),
+    );
+  });
+
+  it('the registry takes prompt_style chat for both writing environments', async () => {
+    for (const [name, item, first] of [
+      ['tldr', tldrItems[0], tldrSummaryPrompt(tldrItems[0].prompt)],
+      ['arxiv', arxivItems[0], arxivBackgroundPrompt(arxivItems[0].abstract_text)],
+    ] as const) {
+      const entry = envEntry(name);
+      assert.ok(entry);
+      const env = await entry.load(entry.options.parse({ prompt_style: 'chat' }));
+      assert.deepEqual(formattersFor(env.task({ train: [item], eval: [] }), 2)[0](item), [{ role: 'user', content: first }]);
+    }
+  });
+});
+
 describe('a short MAGRPO run through the trainer', () => {
   let dir = '';
   before(() => {
@@ -101,6 +158,7 @@ describe('a short MAGRPO run through the trainer', () => {
 
   for (const [name, task] of [
     ['tldr', tldrEnvironment().task({ train: tldrItems, eval: [] })],
+    ['tldr, prompt_style chat', tldrEnvironment({ promptStyle: 'chat' }).task({ train: tldrItems, eval: [] })],
     ['arxiv', arxivEnvironment().task({ train: arxivItems, eval: [] })],
   ] as const) {
     it(`${name}: completes and logs turn_1/reward/<component> for every component`, async () => {
