@@ -1,12 +1,13 @@
 /**
- * Returns, credit assignment and advantages: the arithmetic of spec §1.5, §1.7 and §1.8 as pure
- * functions over plain arrays (the acceptance cases of spec §5 test them directly).
+ * Returns, credit assignment and advantages: the arithmetic of CoMLRL's
+ * `compute_returns`, `post_order_update` and `_compute_advantages` (comlrl/trainers/reinforce/magrpo.py) and
+ * comlrl/utils/reference_kl.py as pure functions over plain arrays (docs/algorithms.md has the equations).
  */
 
 export type AdvantageMode = 'mean' | 'raw' | 'max' | 'rloo';
 
 /**
- * Joint returns of one node (spec §1.5): R^k = r^k + γ · mean_j R_child(k)^j, or R^k = r^k when
+ * Joint returns of one node (CoMLRL `compute_returns`): R^k = r^k + γ · mean_j R_child(k)^j, or R^k = r^k when
  * joint action k has no child (leaf, or early termination).
  */
 export function jointReturns(rewards: readonly number[], childReturns: readonly (readonly number[] | null)[], gamma: number): number[] {
@@ -17,7 +18,7 @@ export function jointReturns(rewards: readonly number[], childReturns: readonly 
 }
 
 /**
- * Agent i's returns vector over its G completions at a node (spec §1.5).
+ * Agent i's returns vector over its G completions at a node (CoMLRL `post_order_update`).
  * aligned: joint action k used completion k of every agent, so returns_i = R.
  * cross: joint action k = (g_0, …, g_{N−1}); completion g of agent i is credited with the mean
  * (magrpo default) or sum (reference) of the returns of the G^{N−1} joint actions it is part of.
@@ -32,13 +33,13 @@ export function agentReturns(joint: readonly number[], indices: readonly (readon
   return credit === 'sum' ? sums : sums.map((s, g) => (counts[g] ? s / counts[g] : 0));
 }
 
-/** Reference-KL reward shaping (spec §1.7): R'_g = R_g − β · KL_g (KL detached). */
+/** Reference-KL reward shaping (comlrl/utils/reference_kl.py): R'_g = R_g − β · KL_g (KL detached). */
 export function shapeWithKl(returns: readonly number[], kl: readonly number[] | null, beta: number): number[] {
   return returns.map((r, g) => r - beta * (kl?.[g] ?? 0));
 }
 
 /**
- * Advantages of one node sample (spec §1.8):
+ * Advantages of one node sample (CoMLRL `_compute_advantages`):
  *   mean: A = R − mean(R)           (MAGRPO)      raw:  A = R            (MAREINFORCE)
  *   max:  A = R − max(R)            (MAReMax)     rloo: A = R − mean_{j≠g} R_j (MARLOO)
  * then, if `normalize` and G > 1, A ← (A − mean A) / max(std_pop A, 1e-6).

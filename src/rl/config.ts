@@ -1,7 +1,7 @@
 /**
  * The MAGRPO trainer configuration: every key declared once, with type, default, range and a
  * one-line description (docs, `--help` and the JSON Schema are generated from this schema).
- * Keys and defaults follow the reference library's MAGRPOConfig (spec §2.1); our additions and
+ * Keys and defaults follow the reference library's MAGRPOConfig (comlrl/trainers/reinforce/magrpo.py); our additions and
  * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * Evaluation episodes (spec §1.6): single path per episode, one completion per agent per turn,
+ * Evaluation episodes (CoMLRL `evaluate`, comlrl/trainers/reinforce/magrpo.py): single path per episode, one completion per agent per turn,
  * the transition between turns, no early termination. All episodes of a turn are sampled in one
  * batch per agent. Metrics: eval/turn_k/reward_mean, eval/turn_k/expected_return (Σ of this and
  * later turns' rewards), per-component means, and the task's own eval hook under eval/.

@@ -1,5 +1,5 @@
 /**
- * The rollout tree of one item (spec §1.3–1.5). Every node: each agent samples G completions of
+ * The rollout tree of one item (CoMLRL `_train_step_returns`, comlrl/trainers/reinforce/magrpo.py; docs/algorithms.md). Every node: each agent samples G completions of
  * its prompt; joint actions (aligned: G, cross: G^N) are scored by the joint reward; unless the
  * node terminates early, each joint action's transition spawns a child node at the next turn.
  *
@@ -276,7 +276,7 @@ export async function callTransition<Item>(
   return [...out];
 }
 
-/** env_step += K at each node, in depth-first pre-order (spec §1.5 step 3). Returns the total. */
+/** env_step += K at each node, in depth-first pre-order (as CoMLRL's `_train_step_returns`). Returns the total. */
 function numberEnvSteps(node: TreeNode, before: number): number {
   let step = before + node.joint.length;
   node.envStep = step;
@@ -284,7 +284,7 @@ function numberEnvSteps(node: TreeNode, before: number): number {
   return step;
 }
 
-/** R^k = r^k + γ · mean(child returns), bottom-up (spec §1.5). */
+/** R^k = r^k + γ · mean(child returns), bottom-up (CoMLRL `compute_returns`). */
 export function computeReturns(node: TreeNode, gamma: number): number[] {
   const childReturns = node.children.map((c) => (c ? computeReturns(c, gamma) : null));
   node.returns = jointReturns(node.rewards, childReturns, gamma);

@@ -1,7 +1,7 @@
 /**
  * A cooperative task: what users define. N agents each see a prompt made by their formatter, each
  * writes a completion, and ONE joint reward scores the team. Multi-turn tasks add a transition
- * that turns a turn's joint action into the next turn's prompts (spec §3.1–3.3, in TS form:
+ * that turns a turn's joint action into the next turn's prompts (CoMLRL's reward_func, formatters and external_transition, in TS form:
  * one object argument instead of Python signature inspection).
  */
 
@@ -87,7 +87,7 @@ export interface EvalEpisode<Item> {
 export interface Task<Item> {
   /** Name used in logs and run directories. */
   name?: string;
-  /** Training items, visited in order every epoch (spec §1.2: batch size 1, no shuffling). */
+  /** Training items, visited in order every epoch (batch size 1, no shuffling, as CoMLRL's `get_train_dataloader`). */
   dataset: readonly Item[];
   evalDataset?: readonly Item[];
   /** One formatter for all agents, or one per agent. Default: `item.prompt` or the external prompt. */

@@ -1,5 +1,5 @@
 /**
- * The MAGRPO trainer (arXiv 2508.04652; spec §1.10). Per training item:
+ * The MAGRPO trainer (arXiv 2508.04652; CoMLRL `MAGRPOTrainer.train`, comlrl/trainers/reinforce/magrpo.py). Per training item:
  *
  *   tree    = buildTree(item)                      rollout.ts  (§1.3–1.5)
  *   R       = computeReturns(tree, γ)              rollout.ts  (§1.5)
@@ -29,7 +29,7 @@ import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js
 import { TensorBoardSink } from './tensorboard.js';
 import { type LearnerProcess, startLearner, type TorchLearnerSpec } from './torch-learner.js';
 
-/** One agent's training sample from one tree node (spec §1.5 "NodeSample"). */
+/** One agent's training sample from one tree node (CoMLRL's "NodeSample"). */
 export interface NodeSample {
   agent: number;
   turn: number;
@@ -196,7 +196,7 @@ export class MAGRPOTrainer<Item> {
     return Math.max(1, steps * c.num_train_epochs);
   }
 
-  /** The training loop (spec §1.10): epochs × items, evaluation, drains, checkpoints. */
+  /** The training loop (CoMLRL `train`): epochs × items, evaluation, drains, checkpoints. */
   async train(o: TrainOptions = {}): Promise<{ envStep: number; items: number; eval: Record<string, number> }> {
     if (o.resumeFrom) await this.restore(o.resumeFrom);
     const c = this.config;
@@ -330,7 +330,7 @@ export class MAGRPOTrainer<Item> {
   }
 
   /**
-   * Drains the buffers of `agentIds` (spec §1.9): per turn group in ascending order, shuffled,
+   * Drains the buffers of `agentIds` (CoMLRL `_process_buffer` / `_update_from_samples`): per turn group in ascending order, shuffled,
    * minibatches of train_batch_size, one optimizer step each; ppo_epochs passes. Agents update
    * concurrently in `mp` mode. Logs turn and agent metrics at the largest env step drained.
    */
