@@ -220,8 +220,7 @@ void attention_forward(const AttnSpec *a, float *P, float *out) {
  * rowsum(dP ⊙ P)), dQ += dS · K. Then dV += Pᵀ · dO and dK += dSᵀ · Q by blocks of keys, each over
  * only the query rows that see them, so that each block of dK and dV is one product summing over
  * up to T rows rather than a 32-deep product per row block. At T = S = 128 the blocks do 62% of the
- * full T × S products' work (the backward ran the full products until the binding passed it
- * `causal`: 10m training's attention backward took 6.0 ms a step, 4.4 after). */
+ * full T × S products' work. */
 INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackwardArgs *args) {
   const AttnSpec *a = args->a;
   const AttnGrads *gr = args->gr;

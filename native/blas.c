@@ -143,9 +143,8 @@ const char *blas_init(void) {
 
 /* Inside a pool task (gemm_pair's halves, attention's heads) OpenBLAS may run on the calling thread
  * alone only in an OpenMP build: its thread count is per calling thread there. A pthreads build's
- * count is global, so its tasks take the builtin sgemm. Attention's small per-head products ran
- * 20% faster on single-threaded OpenBLAS than on the builtin sgemm (1m training step, 2 threads:
- * attention 2.8 -> 2.3 ms, its backward 4.7 -> 3.8 ms). */
+ * count is global, so its tasks take the builtin sgemm. Single-threaded OpenBLAS is the faster of
+ * the two on attention's small per-head products (docs/benchmarks.md, "Engine design measurements"). */
 static bool blas_single_thread_ok(void) { return g_ob.omp_set_num_threads != NULL; }
 
 /* gemm_pair and gemm_split_rows pair work up only with exactly two threads, outside any pool job:
@@ -192,11 +191,8 @@ void gemm_pair(const GemmPairCall *a, const GemmPairCall *b) {
 /* Row split. With exactly two threads and an OpenMP OpenBLAS, a product whose output has many rows
  * and not too many columns runs as two half-height products at once (gemm_pair), each on one
  * thread: OpenBLAS's own two-thread split of the small shapes of training is poor, and side by side
- * the halves share nothing. Measured here (cblas_sgemm 1024 rows, warm caches, GFLOP/s, two
- * threads / split): x · Wᵀ with 128 columns and K = 128 149 / 199, 64 columns 118 / 194, 352
- * columns 190 / 201; dY · W (K = 352) 105 / 199; dWᵀ = dYᵀ · X (1,024 rows summed) 352 × 128 103
- * / 198, 768 × 768 175 / 203; ties at 124m sizes. Splitting columns lost, and so did few rows with
- * many columns (64 × 2048: 125 / 111, 64 × 8192: 147 / 109): hence the shape rule below.
+ * the halves share nothing. Splitting columns loses, and so does splitting few rows with many
+ * columns: hence the shape rule below (the figures: docs/benchmarks.md, "Engine design measurements").
  *
  * The halves must be bit for bit the whole, so that two threads write what one writes. OpenBLAS
  * never cuts along K, but the rows a core's kernels leave over at the bottom of a product are

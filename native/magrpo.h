@@ -147,8 +147,8 @@ INLINE int64_t row_block_start(const RowShare *s, int64_t b) { return min64(s->h
   TARGET_##isa void name##__##isa(int64_t lo, int64_t hi, const Args *a) { name(lo, hi, a); }
 #define LOOP_VARIANTS(name, Args) FOR_EACH_ISA(LOOP_VARIANT_, name, Args)
 /* For loops whose vectorised rows are short (RoPE's half rows, decode-time dot products: 16-64
- * floats), where AVX-512 code measured 10-35% slower than AVX2 code on Zen 4: the AVX-512 table
- * gets the AVX2 code. */
+ * floats), where AVX-512 code is slower than AVX2 code on Zen 4 (its 512-bit vectors issue at half
+ * rate and short rows leave them part empty): the AVX-512 table gets the AVX2 code. */
 #if MAGRPO_X86
 #define LOOP_VARIANTS_SHORT(name, Args)                                                               \
   LOOP_VARIANT_(generic, name, Args) LOOP_VARIANT_(avx2, name, Args)                                  \
@@ -224,9 +224,8 @@ typedef struct {
 
 /* Two independent products (a backward's dX and dW): with exactly two threads each runs on its own,
  * single-threaded, at once. Small products scale poorly over OpenBLAS's two threads; side by side
- * they do not share anything. Training steps, 2 threads, this machine: 1m 166 GFLOP/s in pairs
- * against 139 one after the other on two threads, 10m 192 against 162, 124m 198 against 202. Below
- * PAIR_MIN_FLOPS (both products) waking the pool costs more than it saves. */
+ * they do not share anything; at large sizes the two ways tie. Below PAIR_MIN_FLOPS (both
+ * products) waking the pool costs more than it saves. */
 #define PAIR_MIN_FLOPS 2e6
 void gemm_pair(const GemmPairCall *a, const GemmPairCall *b);
 

@@ -6,10 +6,8 @@
  * use (the builtin sgemm's panels, native/sgemm.c) and reuses the pack until `fn` returns. The
  * native product splits B's panels between threads with one pool wake-up per product, and only
  * above 4 MFLOP (PREPACKED_PAR_MIN_FLOPS in native/sgemm.c; a decode step's products take tens of
- * microseconds). Measured on the Zen 4, 2 threads, 64 new tokens: 10m batch 8 1,880 -> 2,050
- * tokens/s, batch 32 2,940 -> 3,810; 124m batch 8 148 -> 259; 1m batch 8 10,000 -> 13,100. Batch 1
- * was slower packed on one thread (405 -> 224: one row in a 12-row register tile), so fewer than
- * 4 rows keep gemm's few-rows kernels.
+ * microseconds). Fewer than 4 rows keep gemm's few-rows kernels: one row fills a twelfth of the
+ * packed kernel's 12-row register tile, which makes batch-1 decoding slower packed.
  *
  * Only for code that does not change weights inside the scope (model/sample.ts's generate is
  * synchronous and runs no optimizer step). More rows keep the sgemm (its packing is amortised).

@@ -81,8 +81,8 @@ export class Tensor {
   /**
    * Drops the gradient (`grad` becomes null), as torch's `zero_grad()` does by default
    * (set_to_none): the next backward then writes the gradient rather than adding it onto zeros
-   * (matrix products with beta 0), and nothing fills 40 MB with zeros at every 10m step first. The
-   * buffer is kept for that next gradient.
+   * (matrix products with beta 0), so no step fills every gradient with zeros first. The buffer is
+   * kept for that next gradient.
    */
   zeroGrad(): void {
     if (this.grad === null) return;
