@@ -1,6 +1,6 @@
 /**
  * The rollout backend seam: where an agent's completions come from. `LocalSampler` samples
- * in-process with the agent's own model (what magrpo always did); `OpenAISampler`
+ * in-process with the agent's own model (the default); `OpenAISampler`
  * (rollout/openai.ts) asks OpenAI-compatible inference servers. The agent owns the learner
  * weights either way: a remote sampler is told about every new version through `loadWeights`, and
  * the agent re-scores remote completions with its own engine (rl/agent.ts).
