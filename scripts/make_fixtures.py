@@ -6,7 +6,13 @@ Writes test/fixtures/models/<name>/ (HF-format checkpoints + byte-level BPE toke
 test/fixtures/<name>.fixture.{safetensors,json} (inputs, logits, log-probs, loss, gradients).
 `transformers`, `tokenizers` and `safetensors` are not needed: the two architectures, the BPE
 trainer and the safetensors writer are re-implemented here, following HF semantics line for line.
-Output is byte-for-byte deterministic.
+Output is byte-for-byte deterministic. Read by test/model/pytorch-parity.test.ts and by the
+tokenizer, loader, config, sampling, LoRA, GGUF, env and CLI tests.
+
+scripts/make_transformers_fixtures.py writes the counterpart from `transformers` itself
+(test/fixtures/transformers/: LlamaForCausalLM, Qwen2ForCausalLM, MistralForCausalLM and
+GPT2LMHeadModel checkpoints from save_pretrained, with their logits and gradients), so this
+re-implementation cannot drift from HF unnoticed.
 
 Legend: B batch, T time, C hidden size, H query heads, KV key/value heads, D head dim, V vocab.
 """
@@ -704,8 +710,10 @@ def main():
     for make in (make_llama, make_qwen2, make_gpt2):
         sens, gap = make()
         print(f"{make.__name__}: greedy min gap {gap:.4f}; sensitivity {sens}")
-    total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
-    print(f"wrote {OUT.relative_to(ROOT)}: {total / 1024:.0f} KiB")
+    # Only what this script wrote: test/fixtures also holds other scripts' fixtures.
+    written = [f for f in MODELS.rglob("*") if f.is_file()] + list(OUT.glob("*.fixture.*"))
+    total = sum(f.stat().st_size for f in written)
+    print(f"wrote {MODELS.relative_to(ROOT)} and {OUT.relative_to(ROOT)}/*.fixture.*: {total / 1024:.0f} KiB")
     assert total < 2 * 1024 * 1024, "fixtures must stay under 2 MB"
 
 
