@@ -15,19 +15,17 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import type { Architecture, GgufArchitecture } from './architecture.js';
+import { architectureForGguf, architectureOf, GGUF_ARCHITECTURES } from './architectures/index.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { type GenerationDefaults, type ModelConfig, parseGenerationConfig, parseModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
 import { type GgufFile, GgufTensorReader, metaArray, metaBool, metaNumber, metaString, readGgufHeader, required } from './gguf-file.js';
-import { ggufTensorName, PRE_TOKENIZERS, unpermuteForRope } from './gguf-names.js';
+import { ggufTensorName, PRE_TOKENIZERS } from './gguf-names.js';
 import { ggmlTypeName } from './gguf-quants.js';
-import { createModel, paramSpecsOf, type SaveDtype, saveModel } from './load.js';
+import { type SaveDtype, saveModel } from './load.js';
 import type { TokenizerFile } from './tokenizer.js';
 import type { CausalLM } from './transformer.js';
-
-/** llama.cpp architectures this importer reads, with the HF class each becomes. */
-const ARCHITECTURES = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', gpt2: 'GPT2LMHeadModel' } as const;
-type GgufArch = keyof typeof ARCHITECTURES;
 
 /** llama.cpp's token types (llama_token_type). */
 const TOKEN_CONTROL = 3;
@@ -63,14 +61,15 @@ export function isGgufFile(path: string): boolean {
 export function readGgufModel(file: string): GgufModel {
   const gguf = readGgufHeader(file);
   const arch = required(gguf, 'general.architecture', metaString(gguf, 'general.architecture'));
-  if (!Object.hasOwn(ARCHITECTURES, arch))
+  const entry = architectureForGguf(arch);
+  if (entry === undefined)
     throw new CheckpointError(
       'UNKNOWN_ARCHITECTURE',
       file,
-      `GGUF architecture "${arch}" is not supported; supported: ${Object.keys(ARCHITECTURES).join(', ')}`,
+      `GGUF architecture "${arch}" is not supported; supported: ${GGUF_ARCHITECTURES.join(', ')}`,
       'use a model of a supported architecture (Llama, SmolLM, Qwen2, GPT-2 families)',
     );
-  const hfConfig = hfConfigOf(gguf, arch as GgufArch);
+  const hfConfig = hfConfigOf(gguf, entry, arch as GgufArchitecture);
   const config = parseModelConfig(hfConfig, `${file} (metadata)`);
   const { files, generationJson } = tokenizerFilesOf(gguf, config);
   const generation = parseGenerationConfig(generationJson, `${file} (tokenizer metadata)`);
@@ -84,14 +83,15 @@ export function readGgufModel(file: string): GgufModel {
  */
 export function loadGgufWeights(m: GgufModel): CausalLM {
   const { gguf, config } = m;
-  const arch = metaString(gguf, 'general.architecture') as GgufArch;
+  const arch = metaString(gguf, 'general.architecture') as GgufArchitecture;
+  const entry = architectureOf(config);
   const byName = new Map(gguf.tensors.map((t) => [t.name, t]));
   const used = new Set<string>();
-  const model = createModel(config);
+  const model = entry.create(config);
   const reader = new GgufTensorReader(gguf);
   try {
-    for (const spec of paramSpecsOf(config)) {
-      const name = ggufTensorName(spec.name, config.arch);
+    for (const spec of entry.paramSpecs(config)) {
+      const name = ggufTensorName(spec.name, entry.gguf.tensorNames);
       const info = name === null ? undefined : byName.get(name);
       if (name === null || info === undefined)
         throw new CheckpointError(
@@ -101,19 +101,20 @@ export function loadGgufWeights(m: GgufModel): CausalLM {
           'the file is incomplete or its metadata does not match its tensors',
         );
       used.add(name);
-      const stored = hfLayoutShape(arch, name, info.shape);
-      if (stored.join() !== spec.shape.join())
-        throw new CheckpointError(
+      const mismatch = () =>
+        new CheckpointError(
           'SHAPE_MISMATCH',
           gguf.file,
           `tensor "${name}" has shape [${info.shape}] but the metadata implies [${spec.shape}] for ${spec.name}`,
           'the file is damaged or its metadata does not match its tensors',
         );
-      let data = reader.read(info);
-      const bad = data.findIndex((x) => !Number.isFinite(x));
+      if (info.numel !== spec.shape.reduce((a, b) => a * b, 1)) throw mismatch();
+      const raw = reader.read(info);
+      const bad = raw.findIndex((x) => !Number.isFinite(x));
       if (bad >= 0)
-        throw new CheckpointError('CORRUPT', gguf.file, `tensor "${name}" holds ${data[bad]} at element ${bad}: weights must be finite`, 'the file is damaged');
-      data = toHfLayout(arch, config, name, info.shape, data);
+        throw new CheckpointError('CORRUPT', gguf.file, `tensor "${name}" holds ${raw[bad]} at element ${bad}: weights must be finite`, 'the file is damaged');
+      const { shape, data } = entry.gguf.fromGguf(arch, config, name, info.shape, raw);
+      if (shape.join() !== spec.shape.join()) throw mismatch();
       const p = model.params.get(spec.name);
       if (p === undefined) throw new Error(`internal: ${spec.name} is not a parameter`);
       p.data.set(data);
@@ -123,7 +124,7 @@ export function loadGgufWeights(m: GgufModel): CausalLM {
   }
   for (const t of gguf.tensors) {
     if (used.has(t.name)) continue;
-    if (arch === 'gpt2' && t.name === 'output.weight') continue; // the tied head, written again by the converter
+    if (entry.gguf.droppable.includes(t.name)) continue; // e.g. GPT-2's copy of the tied head
     if (t.name === 'rope_freqs.weight')
       throw new CheckpointError(
         'UNSUPPORTED_FEATURE',
@@ -141,109 +142,18 @@ export function loadGgufWeights(m: GgufModel): CausalLM {
   return model;
 }
 
-/** The shape a GGUF tensor has once back in HF layout (GPT-2's Conv1D matrices are [in, out] there). */
-function hfLayoutShape(arch: GgufArch, name: string, shape: number[]): number[] {
-  return arch === 'gpt2' && conv1d(name) ? [shape[1], shape[0]] : shape;
-}
-
-const conv1d = (name: string) => /\.(attn_qkv|attn_output|ffn_up|ffn_down)\.weight$/.test(name);
-
-function toHfLayout(arch: GgufArch, config: ModelConfig, name: string, shape: number[], data: Float32Array): Float32Array {
-  const cols = shape.length === 2 ? shape[1] : 1;
-  if (arch === 'llama' && /\.attn_q\./.test(name)) return unpermuteForRope(data, config.numHeads, cols);
-  if (arch === 'llama' && /\.attn_k\./.test(name)) return unpermuteForRope(data, config.numKvHeads, cols);
-  if (arch === 'gpt2' && conv1d(name)) {
-    const [rows, c] = shape;
-    const out = new Float32Array(data.length);
-    for (let r = 0; r < rows; r++) for (let j = 0; j < c; j++) out[j * rows + r] = data[r * c + j];
-    return out;
-  }
-  return data;
-}
-
-/** The shortest decimal that is the same float32 (1e-5, not 9.999999747378752e-06). */
-function f32Decimal(x: number): number {
-  for (let p = 1; p <= 9; p++) {
-    const d = Number(x.toPrecision(p));
-    if (Math.fround(d) === Math.fround(x)) return d;
-  }
-  return x;
-}
-
-function hfConfigOf(g: GgufFile, arch: GgufArch): Record<string, unknown> {
-  const num = (key: string) => metaNumber(g, `${arch}.${key}`);
-  const need = (key: string) => required(g, `${arch}.${key}`, num(key));
+/** config.json from the metadata: ids and vocabulary here, the rest from the architecture's entry. */
+function hfConfigOf(g: GgufFile, entry: Architecture, arch: GgufArchitecture): Record<string, unknown> {
   const embd = g.tensors.find((t) => t.name === 'token_embd.weight');
   if (embd === undefined) throw new CheckpointError('MISSING_TENSOR', g.file, 'tensor "token_embd.weight" is missing', 'the file is incomplete');
-  const vocabSize = embd.shape[0];
   const tokenId = (key: string) => metaNumber(g, `tokenizer.ggml.${key}`) ?? null;
-  const common = {
-    architectures: [ARCHITECTURES[arch]],
-    model_type: arch,
-    vocab_size: vocabSize,
+  return {
+    vocab_size: embd.shape[0],
     bos_token_id: tokenId('bos_token_id'),
     eos_token_id: tokenId('eos_token_id'),
     pad_token_id: tokenId('padding_token_id'),
     torch_dtype: 'float32',
-  };
-  if (arch === 'gpt2') {
-    return {
-      ...common,
-      tie_word_embeddings: true,
-      n_embd: need('embedding_length'),
-      n_inner: need('feed_forward_length'),
-      n_layer: need('block_count'),
-      n_head: need('attention.head_count'),
-      n_positions: need('context_length'),
-      activation_function: 'gelu_new',
-      layer_norm_epsilon: f32Decimal(need('attention.layer_norm_epsilon')),
-    };
-  }
-  const hidden = need('embedding_length');
-  const heads = need('attention.head_count');
-  const headDim = num('attention.key_length') ?? hidden / heads;
-  const valueDim = num('attention.value_length') ?? headDim;
-  if (valueDim !== headDim)
-    throw new CheckpointError(
-      'UNSUPPORTED_FEATURE',
-      g.file,
-      `${arch}.attention.value_length ${valueDim} differs from key_length ${headDim}`,
-      'use a model whose keys and values have one head size',
-    );
-  const ropeDims = num('rope.dimension_count') ?? headDim;
-  if (ropeDims !== headDim)
-    throw new CheckpointError(
-      'UNSUPPORTED_FEATURE',
-      g.file,
-      `${arch}.rope.dimension_count is ${ropeDims}, head size ${headDim}: partial RoPE is not implemented`,
-      'use a model with full-head RoPE',
-    );
-  const scaling = metaString(g, `${arch}.rope.scaling.type`);
-  if (scaling !== undefined && scaling !== 'none')
-    throw new CheckpointError(
-      'UNSUPPORTED_FEATURE',
-      g.file,
-      `${arch}.rope.scaling.type is "${scaling}": scaled RoPE is not implemented`,
-      'use a model with plain RoPE',
-    );
-  const has = (suffix: string) => g.tensors.some((t) => t.name === `blk.0.${suffix}`);
-  const perArch: Record<string, unknown> =
-    arch === 'qwen2' ? { use_sliding_window: false } : { attention_bias: has('attn_q.bias'), mlp_bias: has('ffn_gate.bias') };
-  return {
-    ...common,
-    tie_word_embeddings: !g.tensors.some((t) => t.name === 'output.weight'),
-    hidden_size: hidden,
-    intermediate_size: need('feed_forward_length'),
-    num_hidden_layers: need('block_count'),
-    num_attention_heads: heads,
-    num_key_value_heads: num('attention.head_count_kv') ?? heads,
-    head_dim: headDim,
-    max_position_embeddings: need('context_length'),
-    hidden_act: 'silu',
-    rms_norm_eps: f32Decimal(need('attention.layer_norm_rms_epsilon')),
-    rope_theta: f32Decimal(num('rope.freq_base') ?? 10000),
-    rope_scaling: null,
-    ...perArch,
+    ...entry.gguf.hfConfig(g, arch),
   };
 }
 

@@ -1,10 +1,9 @@
 /**
  * How llama.cpp names and lays out a Hugging Face model's tensors (gguf-py tensor_mapping.py and
- * convert_hf_to_gguf.py): one table per model family and the Q/K row permutation of `llama`,
- * shared by the GGUF exporter (gguf.ts) and importer (gguf-import.ts) so the two cannot drift.
+ * convert_hf_to_gguf.py), shared by the GGUF exporter (gguf.ts) and importer (gguf-import.ts) so
+ * the two cannot drift: the name-table shape (each architecture's table is in its entry,
+ * model/architectures/), the Q/K row permutation of `llama`, and the pre-tokenizers by name.
  */
-import type { ModelConfig } from './config.js';
-
 /**
  * HF's rotate-half layout → llama.cpp's interleaved pairs for one projection's rows
  * (convert_hf_to_gguf.py `permute`: reshape(heads, 2, D/2, cols).swapaxes(1, 2)).
@@ -41,7 +40,7 @@ export function unpermuteForRope(data: Float32Array, heads: number, cols: number
 }
 
 /** llama.cpp's tensor names of one model family (gguf-py tensor_mapping.py). */
-interface TensorNames {
+export interface TensorNames {
   /** Whole-model tensors, by full HF name. */
   fixed: Record<string, string>;
   /** A block tensor's HF name: block index, part, then weight or bias. */
@@ -50,53 +49,21 @@ interface TensorNames {
   parts: Record<string, string>;
 }
 
-const TENSOR_NAMES: Record<ModelConfig['arch'], TensorNames> = {
-  llama: {
-    fixed: {
-      'model.embed_tokens.weight': 'token_embd.weight',
-      'model.norm.weight': 'output_norm.weight',
-      'lm_head.weight': 'output.weight',
-    },
-    block: /^model\.layers\.(\d+)\.(.+)\.(weight|bias)$/,
-    parts: {
-      input_layernorm: 'attn_norm',
-      'self_attn.q_proj': 'attn_q',
-      'self_attn.k_proj': 'attn_k',
-      'self_attn.v_proj': 'attn_v',
-      'self_attn.o_proj': 'attn_output',
-      post_attention_layernorm: 'ffn_norm',
-      'mlp.gate_proj': 'ffn_gate',
-      'mlp.up_proj': 'ffn_up',
-      'mlp.down_proj': 'ffn_down',
-    },
-  },
-  gpt2: {
-    fixed: {
-      'transformer.wte.weight': 'token_embd.weight',
-      'transformer.wpe.weight': 'position_embd.weight',
-      'transformer.ln_f.weight': 'output_norm.weight',
-      'transformer.ln_f.bias': 'output_norm.bias',
-    },
-    block: /^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$/,
-    parts: {
-      ln_1: 'attn_norm',
-      'attn.c_attn': 'attn_qkv',
-      'attn.c_proj': 'attn_output',
-      ln_2: 'ffn_norm',
-      'mlp.c_fc': 'ffn_up',
-      'mlp.c_proj': 'ffn_down',
-    },
-  },
-};
-
-/** llama.cpp's name of a HF tensor of a Llama-family (default) or GPT-2 model, or null for one it has no use for. */
-export function ggufTensorName(hf: string, family: ModelConfig['arch'] = 'llama'): string | null {
-  const names = TENSOR_NAMES[family];
+/** llama.cpp's name of a HF tensor under a family's table, or null for one it has no use for. */
+export function ggufTensorName(hf: string, names: TensorNames): string | null {
   if (Object.hasOwn(names.fixed, hf)) return names.fixed[hf];
   const m = names.block.exec(hf);
   if (!m || !Object.hasOwn(names.parts, m[2])) return null;
   return `blk.${m[1]}.${names.parts[m[2]]}.${m[3]}`;
 }
+
+/** A GGUF metadata value as the writer takes it. */
+export type GgufValue =
+  | { type: 'u32' | 'i32' | 'f32' | 'u64'; value: number }
+  | { type: 'bool'; value: boolean }
+  | { type: 'string'; value: string }
+  | { type: 'array'; of: 'string'; value: string[] }
+  | { type: 'array'; of: 'i32' | 'u32' | 'f32'; value: number[] };
 
 /**
  * Pre-tokenizer regexes per `tokenizer.ggml.pre`, as llama.cpp's llm_tokenizer_bpe applies them

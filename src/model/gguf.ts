@@ -19,10 +19,12 @@
  *   file without it, newer ones take either.
  */
 import { join } from 'node:path';
+import type { GgufArchitecture } from './architecture.js';
+import { architectureOf } from './architectures/index.js';
 import { writeFileAtomic } from './atomic-write.js';
 import type { ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
-import { ggufPreTokenizer, ggufTensorName, PRE_TOKENIZERS, permuteForRope } from './gguf-names.js';
+import { type GgufValue, ggufPreTokenizer, ggufTensorName, PRE_TOKENIZERS } from './gguf-names.js';
 import { loadLora, mergeLora } from './lora.js';
 import { LanguageModel } from './pretrained.js';
 import { f32ToF16 } from './safetensors.js';
@@ -36,12 +38,7 @@ export const GGML_TYPE = { F32: 0, F16: 1 } as const;
 export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
 export const GGUF_ALIGNMENT = 32;
 
-export type GgufValue =
-  | { type: 'u32' | 'i32' | 'f32' | 'u64'; value: number }
-  | { type: 'bool'; value: boolean }
-  | { type: 'string'; value: string }
-  | { type: 'array'; of: 'string'; value: string[] }
-  | { type: 'array'; of: 'i32' | 'u32' | 'f32'; value: number[] };
+export type { GgufValue } from './gguf-names.js';
 
 export interface GgufTensor {
   name: string;
@@ -169,13 +166,6 @@ export function writeGguf(file: string, metadata: [string, GgufValue][], tensors
   ]);
 }
 
-/** Row-major [rows, cols] → [cols, rows]. */
-function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(data.length);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
-  return out;
-}
-
 interface HfTokenizerJson {
   model?: { type?: string; vocab?: Record<string, number>; merges?: (string | [string, string])[] };
   added_tokens?: { id: number; content: string; special?: boolean }[];
@@ -256,45 +246,15 @@ export interface GgufExportOptions {
 }
 
 /**
- * Why llama.cpp cannot take this model through this exporter, or null when it can: the exporter
- * writes the `llama`, `qwen2` and `gpt2` architectures (no sliding window; no MLP or
- * output-projection biases on a Llama, for which llama.cpp's `llama` has no tensors). Every GPT-2
- * this engine runs is representable: llama.cpp's `gpt2` has the same tensors, the same tanh GELU
- * and the tied LM head.
+ * Why llama.cpp cannot take this model through this exporter, or null when it can (the
+ * architecture entry's `gguf.unsupported`: e.g. a sliding window, or biases llama.cpp's `llama`
+ * has no tensors for).
  */
 export function ggufUnsupported(cfg: ModelConfig): string | null {
-  if (cfg.arch === 'gpt2') return null;
-  if (cfg.slidingWindow !== null) return 'sliding-window attention is not exported';
-  if (cfg.modelType !== 'qwen2' && (cfg.mlpBias || cfg.oProjBias)) return 'MLP or output-projection biases have no llama.cpp tensor';
-  return null;
+  return architectureOf(cfg).gguf.unsupported(cfg)?.why ?? null;
 }
 
-const UNSUPPORTED_HINT: Record<string, string> = {
-  'sliding-window attention is not exported': 'export a model without sliding_window',
-  'MLP or output-projection biases have no llama.cpp tensor': 'export a model without mlp_bias / attention_bias',
-};
-
-/** llama.cpp's architecture (general.architecture) of a model. */
-export type GgufArchitecture = 'llama' | 'qwen2' | 'gpt2';
-
-function architectureOf(cfg: ModelConfig): GgufArchitecture {
-  if (cfg.arch === 'gpt2') return 'gpt2';
-  return cfg.modelType === 'qwen2' ? 'qwen2' : 'llama';
-}
-
-/**
- * A parameter's values and shape as convert_hf_to_gguf.py writes them for `arch`: `llama`
- * permutes the Q/K rows (and biases) for its rope; `gpt2` transposes the Conv1D weights, stored
- * [in, out], to [out, in]. `name` is the llama.cpp name.
- */
-function llamaCppLayout(arch: GgufArchitecture, cfg: ModelConfig, name: string, p: { shape: readonly number[]; data: ArrayLike<number> }) {
-  const data = Float32Array.from(p.data);
-  const [rows, cols] = p.shape.length === 2 ? p.shape : [p.shape[0], 1];
-  if (arch === 'llama' && /\.attn_q\./.test(name)) return { shape: [...p.shape], data: permuteForRope(data, cfg.numHeads, cols) };
-  if (arch === 'llama' && /\.attn_k\./.test(name)) return { shape: [...p.shape], data: permuteForRope(data, cfg.numKvHeads, cols) };
-  if (arch === 'gpt2' && /\.(attn_qkv|attn_output|ffn_up|ffn_down)\.weight$/.test(name)) return { shape: [cols, rows], data: transpose(data, rows, cols) };
-  return { shape: [...p.shape], data };
-}
+export type { GgufArchitecture };
 
 /**
  * The GGUF metadata (architecture, name, file type, hyperparameters; no tokenizer) and tensors
@@ -307,25 +267,28 @@ export function ggufOfModel(
   opts: { dtype?: 'F32' | 'F16'; name: string; source: string },
 ): { architecture: GgufArchitecture; metadata: [string, GgufValue][]; tensors: GgufTensor[] } {
   const cfg = model.config;
-  const why = ggufUnsupported(cfg);
-  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, why, UNSUPPORTED_HINT[why] ?? 'export a Llama, Qwen2 or GPT-2 model');
-  const arch = architectureOf(cfg);
+  const entry = architectureOf(cfg);
+  const no = entry.gguf.unsupported(cfg);
+  if (no !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, no.why, no.fix);
+  const arch = entry.gguf.nameOf(cfg);
   const dtype = opts.dtype ?? 'F32';
   const metadata: [string, GgufValue][] = [
     ['general.architecture', { type: 'string', value: arch }],
     ['general.name', { type: 'string', value: opts.name }],
     ['general.file_type', { type: 'u32', value: dtype === 'F16' ? 1 : 0 }],
-    ...hyperparameters(arch, cfg),
+    ...entry.gguf.hyperparameters(arch, cfg),
   ];
   const tensors: GgufTensor[] = [];
   for (const [hf, p] of model.params) {
-    const name = ggufTensorName(hf, cfg.arch);
+    const name = ggufTensorName(hf, entry.gguf.tensorNames);
     if (name === null)
       throw new CheckpointError('UNSUPPORTED_FEATURE', opts.source, `tensor "${hf}" has no llama.cpp name`, 'export a plain Llama, Qwen2 or GPT-2 model');
-    const { shape, data } = llamaCppLayout(arch, cfg, name, p);
+    const { shape, data } = entry.gguf.toGguf(arch, cfg, name, [...p.shape], Float32Array.from(p.data));
     const f16 = dtype === 'F16' && shape.length === 2 && name !== 'position_embd.weight';
     tensors.push({ name, shape, dtype: f16 ? 'F16' : 'F32', data });
-    if (arch === 'gpt2' && name === 'token_embd.weight') tensors.push({ name: 'output.weight', shape, dtype: f16 ? 'F16' : 'F32', data });
+    // A tied head is written again as output.weight where the family's readers want it (GPT-2).
+    if (name === 'token_embd.weight' && entry.gguf.droppable.includes('output.weight'))
+      tensors.push({ name: 'output.weight', shape, dtype: f16 ? 'F16' : 'F32', data });
   }
   return { architecture: arch, metadata, tensors };
 }
@@ -334,8 +297,8 @@ export function ggufOfModel(
 export function exportGguf(dir: string, out: string, opts: GgufExportOptions = {}): { tensors: number; architecture: GgufArchitecture } {
   const lm = LanguageModel.load(dir);
   const configFile = lm.source.endsWith('.gguf') ? lm.source : join(dir, 'config.json');
-  const why = ggufUnsupported(lm.model.config);
-  if (why !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, why, UNSUPPORTED_HINT[why] ?? 'export a Llama, Qwen2 or GPT-2 model');
+  const no = architectureOf(lm.model.config).gguf.unsupported(lm.model.config);
+  if (no !== null) throw new CheckpointError('UNSUPPORTED_FEATURE', configFile, no.why, no.fix);
   if (opts.adapter) {
     loadLora(lm.model, opts.adapter);
     mergeLora(lm.model);
@@ -359,32 +322,4 @@ export function exportModelGguf(
   const g = ggufOfModel(model, { ...opts, source: out });
   writeGguf(out, [...g.metadata, ['tokenizer.ggml.model', { type: 'string', value: 'none' }]], g.tensors);
   return { tensors: g.tensors.length, architecture: g.architecture };
-}
-
-/**
- * The `<arch>.*` hyperparameters llama.cpp's loader reads. `vocab_size` is there for files without
- * a tokenizer (llama.cpp takes the vocabulary size from it then); GPT-2 has LayerNorm and learned
- * positions, so no head_count_kv (= head_count) and no rope keys.
- */
-function hyperparameters(arch: GgufArchitecture, cfg: ModelConfig): [string, GgufValue][] {
-  const u32 = (value: number) => ({ type: 'u32', value }) as const;
-  const f32 = (value: number) => ({ type: 'f32', value }) as const;
-  const meta: [string, GgufValue][] = [
-    [`${arch}.vocab_size`, u32(cfg.vocabSize)],
-    [`${arch}.context_length`, u32(cfg.maxPositions)],
-    [`${arch}.embedding_length`, u32(cfg.hiddenSize)],
-    [`${arch}.block_count`, u32(cfg.numLayers)],
-    [`${arch}.feed_forward_length`, u32(cfg.intermediateSize)],
-    [`${arch}.attention.head_count`, u32(cfg.numHeads)],
-  ];
-  if (cfg.arch === 'gpt2') return [...meta, [`${arch}.attention.layer_norm_epsilon`, f32(cfg.layerNormEps)]];
-  meta.push(
-    [`${arch}.attention.head_count_kv`, u32(cfg.numKvHeads)],
-    [`${arch}.rope.freq_base`, f32(cfg.ropeTheta)],
-    [`${arch}.rope.dimension_count`, u32(cfg.headDim)],
-    [`${arch}.attention.layer_norm_rms_epsilon`, f32(cfg.rmsNormEps)],
-  );
-  if (cfg.headDim * cfg.numHeads !== cfg.hiddenSize)
-    meta.push([`${arch}.attention.key_length`, u32(cfg.headDim)], [`${arch}.attention.value_length`, u32(cfg.headDim)]);
-  return meta;
 }

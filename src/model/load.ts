@@ -1,38 +1,23 @@
 /**
- * Hugging Face model folders ⇄ models: config.json + model.safetensors (or shards), with the
- * parameter-name table of each architecture and the few legacy key spellings real checkpoints use.
+ * Hugging Face model folders ⇄ models: config.json + model.safetensors (or shards). Which keys are
+ * parameters (and their legacy spellings) is the architecture entry's (architectures/).
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { architectureOf } from './architectures/index.js';
 import { type ModelConfig, readModelConfig, writeModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
-import { Gpt2Model } from './gpt2.js';
-import { LlamaModel } from './llama.js';
 import { readShardedSafetensors, readShardedSafetensorsHeader, type WritableTensor, writeSafetensors } from './safetensors.js';
 import type { CausalLM, ParamSpec } from './transformer.js';
 
 /** A model of `config`'s architecture with uninitialised (zero) parameters. */
 export function createModel(config: ModelConfig): CausalLM {
-  return config.arch === 'llama' ? new LlamaModel(config) : new Gpt2Model(config);
-}
-
-/** Keys that checkpoints carry but that are not parameters (buffers, duplicated tied heads). */
-function ignorable(key: string, config: ModelConfig): boolean {
-  if (/\.attn\.(masked_)?bias$/.test(key)) return true; // GPT-2 causal-mask buffers
-  if (key.endsWith('.rotary_emb.inv_freq')) return true; // old Llama buffers
-  return config.tieWordEmbeddings && key === 'lm_head.weight'; // tied: the embedding is the head
-}
-
-/** Maps a stored key to our parameter name (GPT-2 checkpoints may lack the `transformer.` prefix). */
-function canonicalName(key: string, config: ModelConfig): string {
-  if (config.arch === 'gpt2' && !key.startsWith('transformer.') && !key.startsWith('lm_head.')) return `transformer.${key}`;
-  return key;
+  return architectureOf(config).create(config);
 }
 
 /** The parameters a config implies (names, shapes), computed without allocating them. */
 export function paramSpecsOf(config: ModelConfig): ParamSpec[] {
-  const proto = (config.arch === 'llama' ? LlamaModel : Gpt2Model).prototype as unknown as { paramSpecs(this: { config: ModelConfig }): ParamSpec[] };
-  return proto.paramSpecs.call({ config });
+  return architectureOf(config).paramSpecs(config);
 }
 
 /**
@@ -47,9 +32,10 @@ export function loadModel(dir: string): CausalLM {
   const headers = readShardedSafetensorsHeader(dir);
   const specs = new Map(paramSpecsOf(config).map((s) => [s.name, s]));
   const keyOf = new Map<string, string>();
+  const arch = architectureOf(config);
   for (const [key, entry] of headers) {
-    if (ignorable(key, config)) continue;
-    const name = canonicalName(key, config);
+    const name = arch.parameterName(key, config);
+    if (name === null) continue;
     const spec = specs.get(name);
     if (spec === undefined) {
       throw new CheckpointError(

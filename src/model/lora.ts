@@ -10,6 +10,7 @@ import { matmul } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { alloc, allocPersistent } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
+import { architectureOf } from './architectures/index.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
 import { readSafetensors, type WritableTensor, writeSafetensors } from './safetensors.js';
@@ -26,11 +27,11 @@ export interface LoraConfig {
 
 /** Every adaptable projection of a model: name, storage layout and [out, in] sizes. */
 export function projections(model: CausalLM): { name: string; conv1d: boolean; outDim: number; inDim: number }[] {
-  const conv1d = model.config.arch === 'gpt2';
+  const { conv1d, targets } = architectureOf(model.config).lora;
   const out = [];
   for (const [key, p] of model.params) {
     if (!key.endsWith('.weight') || p.shape.length !== 2) continue;
-    if (/(embed_tokens|wte|wpe|lm_head)\.weight$/.test(key)) continue;
+    if (!targets.includes(key.slice(0, -'.weight'.length).split('.').pop() as string)) continue;
     const [a, b] = p.shape;
     out.push({ name: key.slice(0, -'.weight'.length), conv1d, outDim: conv1d ? b : a, inDim: conv1d ? a : b });
   }
@@ -69,7 +70,7 @@ export function mergeLora(model: CausalLM): void {
     for (const [name, ad] of model.lora) {
       const W = model.param(`${name}.weight`);
       const delta = matmul(ad.B, ad.A); // [out, in]
-      const conv1d = model.config.arch === 'gpt2';
+      const { conv1d } = architectureOf(model.config).lora;
       const [out, inn] = delta.shape;
       for (let o = 0; o < out; o++) {
         for (let i = 0; i < inn; i++) {
@@ -105,7 +106,7 @@ export function saveLora(model: CausalLM, dir: string, baseModel = ''): void {
     lora_alpha: cfg.alpha,
     lora_dropout: 0,
     bias: 'none',
-    fan_in_fan_out: model.config.arch === 'gpt2',
+    fan_in_fan_out: architectureOf(model.config).lora.conv1d,
     target_modules: cfg.targetModules,
   };
   writeFileAtomic(join(dir, 'adapter_config.json'), [`${JSON.stringify(peft, null, 2)}\n`]);

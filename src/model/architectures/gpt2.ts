@@ -1,0 +1,76 @@
+/**
+ * GPT-2 (module in model/gpt2.ts) as the rest of magrpo sees it. Its Conv1D weights are stored
+ * [in, out]: LoRA and GGUF (which wants [out, in]) transpose them; llama.cpp's `gpt2` also carries
+ * the tied head as `output.weight`, a copy of `token_embd`, as the converter wrote before llama.cpp
+ * #12456 (March 2025): older llama.cpp refuses a GPT-2 file without it, newer ones take either.
+ */
+import { type Architecture, f32Decimal, transpose } from '../architecture.js';
+import type { Gpt2Config } from '../config.js';
+import { metaNumber, required } from '../gguf-file.js';
+import { Gpt2Model } from '../gpt2.js';
+import type { ParamSpec } from '../transformer.js';
+
+const conv1d = (name: string) => /\.(attn_qkv|attn_output|ffn_up|ffn_down)\.weight$/.test(name);
+
+export const gpt2: Architecture = {
+  family: 'gpt2',
+  create: (config) => new Gpt2Model(config as Gpt2Config),
+  paramSpecs: (config) => Gpt2Model.prototype.paramSpecs.call({ config } as unknown as Gpt2Model) as ParamSpec[],
+  parameterName(key, config) {
+    if (/\.attn\.(masked_)?bias$/.test(key)) return null; // causal-mask buffers
+    if (config.tieWordEmbeddings && key === 'lm_head.weight') return null;
+    // Checkpoints saved from GPT2Model rather than GPT2LMHeadModel lack the `transformer.` prefix.
+    return key.startsWith('transformer.') || key.startsWith('lm_head.') ? key : `transformer.${key}`;
+  },
+  lora: { conv1d: true, targets: ['c_attn', 'c_proj', 'c_fc'] },
+  gguf: {
+    names: ['gpt2'],
+    nameOf: () => 'gpt2',
+    unsupported: () => null, // llama.cpp's gpt2 has the same tensors, the same tanh GELU and the tied head
+    tensorNames: {
+      fixed: {
+        'transformer.wte.weight': 'token_embd.weight',
+        'transformer.wpe.weight': 'position_embd.weight',
+        'transformer.ln_f.weight': 'output_norm.weight',
+        'transformer.ln_f.bias': 'output_norm.bias',
+      },
+      block: /^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$/,
+      parts: { ln_1: 'attn_norm', 'attn.c_attn': 'attn_qkv', 'attn.c_proj': 'attn_output', ln_2: 'ffn_norm', 'mlp.c_fc': 'ffn_up', 'mlp.c_proj': 'ffn_down' },
+    },
+    toGguf(_arch, _config, name, shape, data) {
+      return conv1d(name) ? { shape: [shape[1], shape[0]], data: transpose(data, shape[0], shape[1]) } : { shape, data };
+    },
+    fromGguf(_arch, _config, name, shape, data) {
+      return conv1d(name) ? { shape: [shape[1], shape[0]], data: transpose(data, shape[0], shape[1]) } : { shape, data };
+    },
+    droppable: ['output.weight'],
+    hyperparameters(arch, config) {
+      const u32 = (value: number) => ({ type: 'u32', value }) as const;
+      const c = config as Gpt2Config;
+      return [
+        [`${arch}.vocab_size`, u32(c.vocabSize)],
+        [`${arch}.context_length`, u32(c.maxPositions)],
+        [`${arch}.embedding_length`, u32(c.hiddenSize)],
+        [`${arch}.block_count`, u32(c.numLayers)],
+        [`${arch}.feed_forward_length`, u32(c.intermediateSize)],
+        [`${arch}.attention.head_count`, u32(c.numHeads)],
+        [`${arch}.attention.layer_norm_epsilon`, { type: 'f32', value: c.layerNormEps }],
+      ];
+    },
+    hfConfig(g, arch) {
+      const need = (key: string) => required(g, `${arch}.${key}`, metaNumber(g, `${arch}.${key}`));
+      return {
+        architectures: ['GPT2LMHeadModel'],
+        model_type: 'gpt2',
+        tie_word_embeddings: true,
+        n_embd: need('embedding_length'),
+        n_inner: need('feed_forward_length'),
+        n_layer: need('block_count'),
+        n_head: need('attention.head_count'),
+        n_positions: need('context_length'),
+        activation_function: 'gelu_new',
+        layer_norm_epsilon: f32Decimal(need('attention.layer_norm_epsilon')),
+      };
+    },
+  },
+};
