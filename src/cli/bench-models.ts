@@ -11,6 +11,7 @@ import { AdamW } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
 import { setBackend, setPrecision } from '../engine/runtime.js';
 import { backward, type Tensor } from '../engine/tensor.js';
+import { architectureOf } from '../model/architectures/index.js';
 import { parseModelConfig } from '../model/config.js';
 import { createModel } from '../model/load.js';
 import { applyLora, type LoraConfig } from '../model/lora.js';
@@ -179,7 +180,7 @@ export function forwardFlops(hf: Record<string, unknown>, ctx: number): number {
 
 /** The projections LoRA adapts: every linear layer of every block (not the embeddings or the LM head). */
 export function loraTargets(hf: Record<string, unknown>): string[] {
-  return hf.model_type === 'gpt2' ? ['c_attn', 'c_proj', 'c_fc'] : ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+  return [...architectureOf(parseModelConfig(hf)).lora.targets];
 }
 
 /** Adapter parameters of rank r on every linear layer: r · (in + out) per projection. */
