@@ -53,7 +53,8 @@ export interface LlamaConfig extends CommonConfig {
 export interface Gpt2Config extends CommonConfig {
   arch: 'gpt2';
   modelType: 'gpt2';
-  activation: 'gelu_new' | 'gelu';
+  /** The tanh GELU (HF's gelu_new and gelu_pytorch_tanh); the exact erf GELU ("gelu") is not implemented. */
+  activation: 'gelu_new' | 'gelu_pytorch_tanh';
   layerNormEps: number;
 }
 
@@ -357,7 +358,7 @@ function readGpt2(f: FieldReader): Gpt2Config {
     numKvHeads: numHeads,
     headDim: Math.floor(hiddenSize / numHeads),
     maxPositions: f.int(['n_positions', 'max_position_embeddings'], 1024, CONFIG_LIMITS.positions),
-    activation: f.enumeration('activation_function', 'gelu_new', ['gelu_new', 'gelu'] as const, true),
+    activation: f.enumeration('activation_function', 'gelu_new', ['gelu_new', 'gelu_pytorch_tanh'] as const, true),
     layerNormEps: f.positive('layer_norm_epsilon', 1e-5),
   };
 }

@@ -284,8 +284,15 @@ describe('parseModelConfig errors', () => {
     expectError(
       () => parseModelConfig({ ...GPT2, activation_function: 'relu', scale_attn_by_inverse_layer_idx: true }),
       'UNSUPPORTED_FEATURE',
-      'config.json: unsupported settings: scale_attn_by_inverse_layer_idx: got true — per-layer attention scaling is not implemented; activation_function: got "relu" — only "gelu_new" or "gelu" is implemented — use a checkpoint without these features',
+      'config.json: unsupported settings: scale_attn_by_inverse_layer_idx: got true — per-layer attention scaling is not implemented; activation_function: got "relu" — only "gelu_new" or "gelu_pytorch_tanh" is implemented — use a checkpoint without these features',
     );
+    // HF's "gelu" is the exact erf GELU; the engine computes the tanh one, so it is refused, not approximated.
+    expectError(
+      () => parseModelConfig({ ...GPT2, activation_function: 'gelu' }),
+      'UNSUPPORTED_FEATURE',
+      'config.json: unsupported settings: activation_function: got "gelu" — only "gelu_new" or "gelu_pytorch_tanh" is implemented — use a checkpoint without these features',
+    );
+    assert.equal(parseModelConfig({ ...GPT2, activation_function: 'gelu_pytorch_tanh' }).activation, 'gelu_pytorch_tanh');
     assert.equal(parseModelConfig({ ...base, rope_scaling: { type: 'default' } }).arch, 'llama');
   });
 
