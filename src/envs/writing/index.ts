@@ -9,6 +9,7 @@
 import { join } from 'node:path';
 import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
+import { echo, FAITHFULNESS_METRICS, faithfulness, wordsOf } from '../../text/faithfulness.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
 import { grammarValidity } from '../../text/grammar.js';
 import { type Environment, type EpisodeResult, userTurn } from '../environment.js';
@@ -118,7 +119,13 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
         },
       };
     },
-    metrics: (episodes) => writingMetrics(episodes, kind.levels),
+    metrics: (episodes, items) => ({
+      ...writingMetrics(episodes, kind.levels),
+      ...faithfulnessColumns(
+        episodes,
+        items.map((it) => postText(kind.source(it))),
+      ),
+    }),
     baselines: writingBaselines(kind),
   };
 }
@@ -142,6 +149,38 @@ function writingMetrics(episodes: readonly EpisodeResult[], levels: WritingKind<
     mean_return: episodes.reduce((s, e) => s + e.reward, 0) / n,
     response_s: episodes.reduce((s, e) => s + e.responseSeconds, 0) / n,
   };
+}
+
+/** The text a summary answers for: a TL;DR item's post without its SOURCE header and trailing "TL;DR:". */
+export function postText(source: string): string {
+  const post = /POST:\s*([\s\S]*)$/.exec(source)?.[1] ?? source;
+  return post.replace(/\s*TL;DR:\s*$/, '');
+}
+
+/**
+ * What the reward does not see (src/text/faithfulness.ts), in %: per agent the share of content
+ * words and of bigrams found in the post, ROUGE-L precision against it, the share of words in
+ * 8-word runs copied from it, and words per answer; `echo` is ROUGE-L F1 between the two agents'
+ * answers. The table shows the weaker agent's support and the larger copied share.
+ */
+function faithfulnessColumns(episodes: readonly EpisodeResult[], posts: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  const N = Math.max(0, ...episodes.map((e) => e.completions.length));
+  const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+  const support: number[] = [];
+  const copied: number[] = [];
+  for (let i = 0; i < N; i++) {
+    const f = episodes.map((e) => faithfulness(e.completions[i] ?? '', posts[e.index] ?? ''));
+    for (const k of FAITHFULNESS_METRICS) out[`${k}/agent_${i}`] = 100 * mean(f.map((x) => x[k]));
+    out[`words/agent_${i}`] = mean(episodes.map((e) => wordsOf(e.completions[i] ?? '').length));
+    support.push(out[`content_support/agent_${i}`]);
+    copied.push(out[`copied_8/agent_${i}`]);
+  }
+  if (N === 0) return out;
+  out.content_support = Math.min(...support);
+  out.copied_8 = Math.max(...copied);
+  if (N >= 2) out.echo = 100 * mean(episodes.map((e) => echo(e.completions[0] ?? '', e.completions[1] ?? '')));
+  return out;
 }
 
 /** TLDR: summarise a post as a concise (agent 1) and a detailed (agent 2) summary. */
