@@ -15,7 +15,7 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('Train two agents from the shipped base model to cooperate, and compare them with the untrained pair and the baselines')
-    .option('--env <name>', 'tldr (about 5-10 minutes on 2 cores) or coop-python (longer)', 'tldr')
+    .option('--env <name>', 'tldr (about 5-10 minutes on 2 cores), tldr-smollm2 (SmolLM2-135M-Instruct with LoRA) or coop-python (longer)', 'tldr')
     .option('-s, --seed <n>', 'random seed of sampling, training and evaluation', intOption(0), 1)
     .option('--items <n>', 'training items (default: the demo config)', intOption(1))
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')

@@ -18,7 +18,7 @@ import { isQuiet } from './progress.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';
 import { trainRun } from './train.js';
 
-export const DEMOS = { tldr: 'demo-tldr.yaml', 'coop-python': 'demo-coop-python.yaml' } as const;
+export const DEMOS = { tldr: 'demo-tldr.yaml', 'tldr-smollm2': 'demo-tldr-smollm2.yaml', 'coop-python': 'demo-coop-python.yaml' } as const;
 export type DemoEnv = keyof typeof DEMOS;
 
 /** The paper's table columns (all metrics stay in demo.json and report.json). */
@@ -36,6 +36,8 @@ const TABLE_COLUMNS: Record<DemoEnv, string[]> = {
     'response_s',
     'tokens',
   ],
+  // A real model writes English: the columns ask whether it is about the post, copied or echoed.
+  'tldr-smollm2': ['return', 'structure', 'coherence', 'consistency', 'content_support', 'copied_8', 'echo', 'ref_nll', 'words/agent_0', 'words/agent_1', 'repetition'],
   'coop-python': ['return', 'structure', 'syntax', 'tests', 'cooperation', 'pass@1', 'response_s', 'output_tokens'],
 };
 
