@@ -78,12 +78,20 @@ export function mean(xs: readonly number[]): number {
   return xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length;
 }
 
+/** How a tree node pairs the agents' G completions into joint actions. */
+export type JointMode = 'aligned' | 'cross';
+
+/** K, the joint actions of one tree node: G aligned (the k-th completions together), G^N cross (every combination; = G for N = 1). */
+export function jointActionsPerNode(mode: JointMode, N: number, G: number): number {
+  return mode === 'cross' ? G ** N : G;
+}
+
 /** Index tuples of a node's joint actions: aligned (k,…,k) or the Cartesian product, last agent fastest. */
-export function jointIndices(mode: 'aligned' | 'cross', N: number, G: number): number[][] {
+export function jointIndices(mode: JointMode, N: number, G: number): number[][] {
   if (mode === 'aligned' || N === 1) return Array.from({ length: G }, (_, k) => new Array<number>(N).fill(k));
   const out: number[][] = [];
   const idx = new Array<number>(N).fill(0);
-  for (let k = 0; k < G ** N; k++) {
+  for (let k = 0; k < jointActionsPerNode(mode, N, G); k++) {
     out.push([...idx]);
     for (let a = N - 1; a >= 0; a--) {
       if (++idx[a] < G) break;

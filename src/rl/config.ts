@@ -5,6 +5,7 @@
  * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
  */
 import { z } from 'zod';
+import { type JointMode, jointActionsPerNode } from './advantage.js';
 import { applyTrlNames, type TrlConfigNames, trlNote, withTrlNames } from './trl-names.js';
 
 /** Metric destinations of `report_to`. */
@@ -191,7 +192,11 @@ export const MagrpoConfigSchema = z
     top_p: z.number().gt(0).max(1).default(0.6).describe('nucleus sampling threshold'),
     top_k: posInt().nullable().default(50).describe('top-k sampling (null = off)'),
     // --- tree
-    joint_mode: z.enum(['aligned', 'align', 'cross', 'crossed']).default('aligned').describe('joint actions: aligned (G per node) or cross (G^N per node)'),
+    joint_mode: z
+      .enum(['aligned', 'align', 'cross', 'crossed'])
+      .default('aligned')
+      .transform((v): JointMode => (v === 'cross' || v === 'crossed' ? 'cross' : 'aligned'))
+      .describe("joint actions: aligned (G per node) or cross (G^N per node); the reference's spellings align and crossed are read as aligned and cross"),
     cross_credit: z
       .enum(['mean', 'sum'])
       .default('mean')
@@ -286,7 +291,7 @@ export const MagrpoConfigSchema = z
       .describe('per-agent devices (length 1 or N); CPU only here'),
   })
   .superRefine((c, ctx) => {
-    const K = c.joint_mode.startsWith('cross') ? c.num_generations ** c.num_agents : c.num_generations;
+    const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     let tree = 0;
     for (let t = 1; t <= c.num_turns && tree <= CONFIG_LIMITS.treeActions; t++) tree += K ** t;
     if (tree > CONFIG_LIMITS.treeActions) {

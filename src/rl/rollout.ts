@@ -117,8 +117,7 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
   const { config } = ctx;
   const N = ctx.agents.length;
   const G = config.num_generations;
-  const mode = config.joint_mode === 'cross' || config.joint_mode === 'crossed' ? 'cross' : 'aligned';
-  const joint = jointIndices(mode, N, G);
+  const joint = jointIndices(config.joint_mode, N, G);
   const empty = () => Array.from({ length: N }, () => [] as string[]);
   let level: TreeNode[] = [newNode(0, new Array<string | null>(N).fill(null), empty(), empty())];
   const root = level[0];

@@ -14,7 +14,7 @@
 import { join, relative } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import { setPrecision } from '../engine/runtime.js';
-import { advantages, agentReturns, mean, shapeWithKl } from './advantage.js';
+import { advantages, agentReturns, jointActionsPerNode, mean, shapeWithKl } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import { fire, type TrainerCallback } from './callbacks.js';
@@ -168,7 +168,7 @@ export class MAGRPOTrainer<Item> {
    */
   private estimatedOptimizerSteps(): number {
     const c = this.config;
-    const K = c.joint_mode.startsWith('cross') ? c.num_generations ** c.num_agents : c.num_generations;
+    const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     const mb = c.train_batch_size ?? c.rollout_buffer_size;
     // Turns of one item's nodes in env-step order (depth-first pre-order), as buffers receive them.
     const order: number[] = [];

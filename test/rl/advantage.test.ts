@@ -1,7 +1,7 @@
 /** Spec §5 hand-computed cases: advantages of each mode, returns, cross credit, KL shaping. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { advantages, agentReturns, jointIndices, jointReturns, klK3, shapeWithKl } from '../../src/rl/advantage.js';
+import { advantages, agentReturns, jointActionsPerNode, jointIndices, jointReturns, klK3, shapeWithKl } from '../../src/rl/advantage.js';
 
 const close = (a: number[], b: number[], tol = 1e-9) => {
   assert.equal(a.length, b.length);
@@ -57,6 +57,16 @@ describe('returns and credit (spec §1.5, §5)', () => {
     close(agentReturns(q, idx, 1, 2, 'sum'), [1 + 3, 2 + 4]);
     close(agentReturns(q, idx, 0, 2, 'mean'), [1.5, 3.5]);
     close(agentReturns(q, idx, 1, 2, 'mean'), [2, 3]);
+  });
+  it('K, the joint actions per node, is the length of the index tuples in both modes', () => {
+    for (const [mode, N, G, K] of [
+      ['aligned', 3, 4, 4],
+      ['cross', 3, 4, 64],
+      ['cross', 1, 5, 5],
+    ] as const) {
+      assert.equal(jointActionsPerNode(mode, N, G), K);
+      assert.equal(jointIndices(mode, N, G).length, K);
+    }
   });
   it('aligned credit is the joint return itself', () => {
     close(agentReturns([5, 6, 7], jointIndices('aligned', 3, 3), 2, 3, 'mean'), [5, 6, 7]);

@@ -36,6 +36,15 @@ describe('MAGRPO config', () => {
     assert.equal(c.num_turns, 1); // reference: 2 (see docs/differences.md)
   });
 
+  it("joint_mode: the reference's spellings resolve to one value each", () => {
+    for (const [given, resolved] of [
+      ['aligned', 'aligned'],
+      ['align', 'aligned'],
+      ['cross', 'cross'],
+      ['crossed', 'cross'],
+    ])
+      assert.equal(resolveConfig({ joint_mode: given }).joint_mode, resolved, given);
+  });
   it('rejects 0 for every count that must be ≥ 1', () => {
     for (const k of ['num_train_epochs', 'num_agents', 'rollout_buffer_size', 'eval_batch_size', 'num_turns', 'logging_steps', 'train_batch_size'])
       rejects({ [k]: 0 }, k);
