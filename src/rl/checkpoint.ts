@@ -33,17 +33,33 @@ export interface TrainerState<Sample> {
   config: MagrpoConfig;
   /**
    * Bytes of each run log (metrics.jsonl, samples.jsonl, TensorBoard events) when the checkpoint
-   * was taken; a resume cuts them back so replayed steps are not logged twice. Absent in
-   * checkpoints of older versions (their logs are left as they are).
+   * was taken; a resume cuts them back so replayed steps are not logged twice.
    */
-  logs?: Record<string, number>;
-  /** uniform_item_skip_epochs: [item index, epoch its tree was last uniform] (absent in older checkpoints). */
-  uniformItems?: [number, number][];
+  logs: Record<string, number>;
+  /** uniform_item_skip_epochs: [item index, epoch its tree was last uniform]. */
+  uniformItems: [number, number][];
   /** drop_uniform_groups: samples kept out of the buffers and not logged yet. */
-  unbuffered?: Sample[];
+  unbuffered: Sample[];
   /** Items skipped since the last log entry. */
-  skipped?: number;
+  skipped: number;
 }
+
+/** Every field of trainer_state.json: a resume restores each one, so a state without one cannot resume exactly. */
+const STATE_FIELDS = Object.keys({
+  version: 0,
+  epoch: 0,
+  index: 0,
+  items: 0,
+  envStep: 0,
+  rng: 0,
+  buffers: 0,
+  lastLogged: 0,
+  config: 0,
+  logs: 0,
+  uniformItems: 0,
+  unbuffered: 0,
+  skipped: 0,
+} satisfies Record<keyof TrainerState<unknown>, 0>);
 
 /** A checkpoint that could not be written or read; names the folder and says what survives. */
 export class CheckpointWriteError extends Error {
@@ -71,8 +87,8 @@ export function logSizes(root: string): Record<string, number> {
  * did not know (e.g. a TensorBoard file opened by a later, killed session); only pass it before
  * this session opened its own logs.
  */
-export function rollbackLogs(root: string, logs: Record<string, number> | undefined, opts: { removeNewer?: boolean } = {}): string[] {
-  if (!logs || !existsSync(root)) return [];
+export function rollbackLogs(root: string, logs: Record<string, number>, opts: { removeNewer?: boolean } = {}): string[] {
+  if (!existsSync(root)) return [];
   const changed: string[] = [];
   for (const f of readdirSync(root)) {
     if (!LOG_FILE.test(f)) continue;
@@ -92,7 +108,8 @@ export function rollbackLogs(root: string, logs: Record<string, number> | undefi
   return changed;
 }
 
-export async function saveCheckpoint<S>(root: string, state: TrainerState<S>, agents: AgentHandle[], keep: number | null): Promise<string> {
+/** Writes a checkpoint of `state`; the log sizes are taken here, after every entry before it is written. */
+export async function saveCheckpoint<S>(root: string, state: Omit<TrainerState<S>, 'logs'>, agents: AgentHandle[], keep: number | null): Promise<string> {
   const dir = join(root, 'checkpoints');
   mkdirSync(dir, { recursive: true });
   removeStaleTemps(dir);
@@ -169,6 +186,12 @@ export function readTrainerState<S>(path: string): TrainerState<S> {
     throw new CheckpointWriteError(file, `unreadable (${(err as Error).message}); delete this checkpoint folder to resume from the one before`);
   }
   if (state?.version !== CHECKPOINT_VERSION) throw new Error(`${file}: checkpoint version ${state?.version}, this magrpo reads version ${CHECKPOINT_VERSION}`);
+  const missing = STATE_FIELDS.filter((k) => !(k in state));
+  if (missing.length > 0)
+    throw new CheckpointWriteError(
+      file,
+      `has no ${missing.join(', ')}: an earlier magrpo wrote it, and it cannot be resumed exactly; start a new run (agent_<i>/ holds each agent's weights)`,
+    );
   return state;
 }
 

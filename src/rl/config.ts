@@ -4,9 +4,10 @@
  * Keys and defaults follow the reference library's MAGRPOConfig (comlrl/trainers/reinforce/magrpo.py); our additions and
  * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type JointMode, jointActionsPerNode } from './advantage.js';
-import { applyTrlNames, type TrlConfigNames, trlNote, withTrlNames } from './trl-names.js';
+import { applyTrlNames, type TrlConfigNames, type TrlRewrite, trlNote, withTrlNames } from './trl-names.js';
 
 /** Metric destinations of `report_to`. */
 export const REPORT_TARGETS = ['jsonl', 'tensorboard', 'csv'] as const;
@@ -236,11 +237,6 @@ export const MagrpoConfigSchema = z
       .describe(
         "(magrpo) log fluency next to the reward: each completion's mean NLL under a frozen copy of the starting model (ref_nll; costs that copy's memory and one forward pass), and for prose tasks word validity, distinct-2 and repetition; warns when they degrade",
       ),
-    reference_devices: z
-      .union([z.string(), z.array(z.string())])
-      .nullable()
-      .default(null)
-      .describe('reference model devices (length 1 or N); CPU only here'),
     reward_processor: RewardProcessorSchema.nullable().default(null).describe('scale/shift/clamp applied to every joint reward'),
     // --- optimisation
     agent_learning_rate: z
@@ -268,7 +264,6 @@ export const MagrpoConfigSchema = z
     // --- evaluation, logging, checkpoints
     eval_interval: nonNegInt().default(16).describe('evaluate every this many training items (0 = never)'),
     eval_num_samples: nonNegInt().default(4).describe('eval items per evaluation'),
-    eval_batch_size: posInt().default(1).describe('eval loader batch (kept for compatibility; eval items are batched per turn)'),
     eval_sampling: z.enum(['sampled', 'greedy']).default('sampled').describe('(magrpo) eval decoding; the reference samples'),
     eval_samples_per_item: posInt().max(CONFIG_LIMITS.generations).default(1).describe('(magrpo) episodes per eval item (pass@k needs k)'),
     logging_steps: posInt().default(50).describe('minimum env-step gap between logged training entries'),
@@ -284,11 +279,6 @@ export const MagrpoConfigSchema = z
       ),
     // --- execution
     parallel_training: z.enum(['none', 'null', 'mp']).default('none').describe('none: agents in turn; mp: one worker thread per agent'),
-    agent_devices: z
-      .union([z.string(), z.array(z.string())])
-      .nullable()
-      .default(null)
-      .describe('per-agent devices (length 1 or N); CPU only here'),
   })
   .superRefine((c, ctx) => {
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
@@ -302,24 +292,13 @@ export const MagrpoConfigSchema = z
         message: `each item's rollout tree would have ${what} > ${CONFIG_LIMITS.treeActions} joint actions: lower num_generations or num_turns${K === c.num_generations ? '' : ', or use joint_mode aligned'}`,
       });
     }
-    if (c.parallel_training === 'mp' && c.agent_devices === null) {
-      ctx.addIssue({ code: 'custom', path: ['agent_devices'], message: 'parallel_training "mp" needs agent_devices (e.g. ["cpu", "cpu"])' });
-    }
-    const perAgent = (key: 'agent_learning_rate' | 'agent_devices' | 'reference_devices') => {
-      const v = c[key];
-      if (Array.isArray(v) && v.length !== 1 && v.length !== c.num_agents) {
-        const label = key === 'reference_devices' ? 'reference_devices length' : `${key} length`;
-        ctx.addIssue({ code: 'custom', path: [key], message: `${label} (${v.length}) must be 1 or num_agents (${c.num_agents})` });
-      }
-    };
-    perAgent('agent_learning_rate');
-    perAgent('agent_devices');
-    perAgent('reference_devices');
-    for (const key of ['agent_devices', 'reference_devices'] as const) {
-      const v = c[key];
-      for (const d of v === null ? [] : [v].flat()) {
-        if (d !== 'cpu' && d !== 'auto') ctx.addIssue({ code: 'custom', path: [key], message: `device "${d}" is not available: this build runs on "cpu"` });
-      }
+    const lr = c.agent_learning_rate;
+    if (Array.isArray(lr) && lr.length !== 1 && lr.length !== c.num_agents) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['agent_learning_rate'],
+        message: `agent_learning_rate length (${lr.length}) must be 1 or num_agents (${c.num_agents})`,
+      });
     }
     if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
       ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
@@ -343,6 +322,27 @@ export const MagrpoConfigSchema = z
         });
     }
   });
+
+/**
+ * Reference keys magrpo removed: each one's value when left unset there, and why it is gone. A
+ * config that sets one gets the reason as its error. Run directories keep their resolved config,
+ * every key listed with its value, and resume and evaluate from it: a removed key at its unset
+ * value carries no setting, so it is dropped instead of failing those runs.
+ */
+export const REMOVED_KEYS: Readonly<Record<string, { unset: unknown; why: string }>> = {
+  eval_batch_size: {
+    unset: 1,
+    why: 'eval_batch_size was never used: evaluation samples every eval episode of a turn in one batch per agent; remove it',
+  },
+  agent_devices: {
+    unset: null,
+    why: "agent_devices was never used: agents run on this machine's CPU (parallel_training: mp gives each agent its own worker thread); remove it",
+  },
+  reference_devices: {
+    unset: null,
+    why: 'reference_devices was never used: the frozen reference model runs on the CPU with its agent; remove it',
+  },
+};
 
 /** The config as users write it (every key optional; TRL GRPOConfig names accepted, docs/trl-names.md). */
 export type MagrpoConfigInput = z.input<typeof MagrpoConfigSchema> & TrlConfigNames;
@@ -398,6 +398,7 @@ export function didYouMean(key: string, known: readonly string[]): string | null
  * so (and what to use instead); anything else names the closest key (TRL names included).
  */
 export function unknownTrainerKey(key: string, known: readonly string[]): string {
+  if (Object.hasOwn(REMOVED_KEYS, key)) return REMOVED_KEYS[key].why;
   const note = trlNote(key);
   if (note) return `TRL's GRPOConfig key "${key}" has no magrpo equivalent: ${note} (docs/trl-names.md)`;
   const names = withTrlNames(known);
@@ -440,12 +441,25 @@ export function formatIssues(
 export const TRAINER_KEYS: readonly string[] = Object.keys(MagrpoConfigSchema.shape);
 
 /**
- * Rewrites TRL names (trl-names.ts), then validates a trainer section. Problems are reported by
- * the key the user wrote: a bad `learning_rate` is reported as `learning_rate`, not as the
+ * A trainer section as the schema reads it: TRL names rewritten (trl-names.ts), removed keys at
+ * their unset value dropped (REMOVED_KEYS).
+ */
+export function readTrainerSection(input: unknown): TrlRewrite {
+  const trl = applyTrlNames(input, TRAINER_KEYS);
+  if (trl.section === null || typeof trl.section !== 'object' || Array.isArray(trl.section)) return trl;
+  const section = Object.fromEntries(
+    Object.entries(trl.section).filter(([k, v]) => !(Object.hasOwn(REMOVED_KEYS, k) && isDeepStrictEqual(v, REMOVED_KEYS[k].unset))),
+  );
+  return { ...trl, section };
+}
+
+/**
+ * Reads a trainer section (readTrainerSection), then validates it. Problems are reported by the
+ * key the user wrote: a bad `learning_rate` is reported as `learning_rate`, not as the
  * `agent_learning_rate` it became.
  */
 export function checkTrainerSection(input: unknown): { config: MagrpoConfig | null; issues: ConfigIssue[]; section: unknown } {
-  const trl = applyTrlNames(input ?? {}, TRAINER_KEYS);
+  const trl = readTrainerSection(input ?? {});
   const issues: ConfigIssue[] = trl.issues.map((i) => ({ path: i.key, message: i.message }));
   const r = MagrpoConfigSchema.safeParse(trl.section, { reportInput: true });
   if (!r.success) {

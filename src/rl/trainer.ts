@@ -426,7 +426,7 @@ export class MAGRPOTrainer<Item> {
   }
 
   private async checkpoint(pos: { epoch: number; index: number }): Promise<string> {
-    const state: TrainerState<NodeSample> = {
+    const state: Omit<TrainerState<NodeSample>, 'logs'> = {
       version: CHECKPOINT_VERSION,
       epoch: pos.epoch,
       index: pos.index,
@@ -453,9 +453,9 @@ export class MAGRPOTrainer<Item> {
       );
     }
     Object.assign(this, { epoch: s.epoch, index: s.index, items: s.items, envStep: s.envStep, buffers: s.buffers });
-    this.uniformItems = new Map(s.uniformItems ?? []);
-    this.unbuffered = s.unbuffered ?? [];
-    this.skipped = s.skipped ?? 0;
+    this.uniformItems = new Map(s.uniformItems);
+    this.unbuffered = s.unbuffered;
+    this.skipped = s.skipped;
     this.rng.setState(s.rng);
     this.logger.lastLogged = s.lastLogged;
     // Resuming this run's own checkpoint: entries logged after it are replayed, so cut them.

@@ -121,7 +121,7 @@ export const TRL_WITHOUT_EQUIVALENT: Readonly<Record<string, string>> = {
   reward_weights: "the environment's joint reward weighs its own components (reward_processor scales the total)",
   generation_batch_size: 'rollout_buffer_size node samples are generated per update',
   steps_per_generation: 'train_batch_size splits a drained buffer into optimizer steps',
-  per_device_eval_batch_size: 'eval items are batched per turn (eval_batch_size is kept for compatibility)',
+  per_device_eval_batch_size: 'evaluation samples every eval episode of a turn in one batch per agent',
   gradient_checkpointing: 'the CPU engine keeps activations',
   bf16: 'training runs in float32',
   fp16: 'training runs in float32',

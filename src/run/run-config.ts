@@ -7,8 +7,17 @@
  */
 import { z } from 'zod';
 import { ENV_NAMES, ENVIRONMENTS, envEntry } from '../envs/registry.js';
-import { CONFIG_LIMITS, type ConfigIssue, didYouMean, formatIssues, MagrpoConfigSchema, TRAINER_KEYS, unknownTrainerKey } from '../rl/config.js';
-import { applyTrlNames, TRL_ALIASES } from '../rl/trl-names.js';
+import {
+  CONFIG_LIMITS,
+  type ConfigIssue,
+  didYouMean,
+  formatIssues,
+  MagrpoConfigSchema,
+  readTrainerSection,
+  TRAINER_KEYS,
+  unknownTrainerKey,
+} from '../rl/config.js';
+import { TRL_ALIASES } from '../rl/trl-names.js';
 
 const posInt = () => z.number().int().min(1);
 
@@ -127,13 +136,14 @@ function unknownKeyHint(path: (string | number)[], key: string): string | null {
 }
 
 /**
- * The run config with the trainer section's TRL names rewritten (rl/trl-names.ts), the problems
+ * The run config with the trainer section read as the schema reads it (rl/config.ts
+ * readTrainerSection: TRL names rewritten, unset removed keys dropped), the problems
  * of that rewrite, and a function that reports a rewritten key's problems under the TRL name.
  */
 function rewriteTrlNames(raw: unknown): { raw: unknown; issues: ConfigIssue[]; rename: (i: ConfigIssue) => ConfigIssue } {
   const trainer = (raw as { trainer?: unknown } | null)?.trainer;
   if (trainer === undefined) return { raw, issues: [], rename: (i) => i };
-  const trl = applyTrlNames(trainer, TRAINER_KEYS);
+  const trl = readTrainerSection(trainer);
   const rename = (i: ConfigIssue): ConfigIssue => {
     const [section, key, ...rest] = i.path.split('.');
     const from = section === 'trainer' ? trl.origin[key] : undefined;

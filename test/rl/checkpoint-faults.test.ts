@@ -2,7 +2,8 @@
  * Checkpoint faults: a full disk mid-checkpoint (a real, tiny tmpfs when this runs as root, and an
  * injected ENOSPC everywhere) keeps the previous checkpoint intact, says so in one clear error and
  * leaves no temp folder; after space is freed the run resumes and ends where an uninterrupted run
- * ends, bit for bit. Also: `latest` naming an incomplete folder, log rollback on resume.
+ * ends, bit for bit. Also: `latest` naming an incomplete folder, log rollback on resume, a trainer
+ * state missing a field.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../src/engine/runtime.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
-import { CheckpointWriteError, logSizes, resolveCheckpoint, rollbackLogs } from '../../src/rl/checkpoint.js';
+import { CheckpointWriteError, logSizes, readTrainerState, resolveCheckpoint, rollbackLogs } from '../../src/rl/checkpoint.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
@@ -179,6 +180,21 @@ describe('checkpoint faults', () => {
     assert.ok(existsSync(join(run, 'events.out.tfevents.2.host')), 'without removeNewer, later files stay (this session may own them)');
     rollbackLogs(run, sizes, { removeNewer: true });
     assert.deepEqual(readdirSync(run).sort(), ['events.out.tfevents.1.host', 'metrics.jsonl', 'report.md']);
-    assert.deepEqual(rollbackLogs(run, undefined, { removeNewer: true }), [], 'old checkpoints without sizes leave logs alone');
+  });
+
+  it('a trainer state without a field the resume restores is refused, naming the fields', () => {
+    const dir = join(tmp, 'partial', 'step-000001');
+    mkdirSync(dir, { recursive: true });
+    const state = { version: 1, epoch: 0, index: 1, items: 1, envStep: 2, rng: [1, 2, 3, 4], buffers: [[], []], lastLogged: null, config: {} };
+    writeFileSync(join(dir, 'trainer_state.json'), JSON.stringify(state));
+    assert.throws(
+      () => readTrainerState(dir),
+      (e: unknown) =>
+        e instanceof CheckpointWriteError &&
+        e.path === join(dir, 'trainer_state.json') &&
+        /has no logs, uniformItems, unbuffered, skipped: .*cannot be resumed exactly; start a new run/.test(e.message),
+    );
+    writeFileSync(join(dir, 'trainer_state.json'), JSON.stringify({ ...state, logs: {}, uniformItems: [], unbuffered: [], skipped: 0 }));
+    assert.equal(readTrainerState(dir).items, 1);
   });
 });

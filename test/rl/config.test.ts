@@ -1,7 +1,22 @@
 /** Config validation, mirroring the reference library's tests/test_config_constraints.py (spec §5). */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
+import { parse } from 'yaml';
 import { ConfigError, MagrpoConfigSchema, resolveConfig } from '../../src/rl/config.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+
+function problems(input: Record<string, unknown>): string[] {
+  try {
+    resolveConfig(input);
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, String(e));
+    return e.issues.map((i) => `${i.path}: ${i.message}`);
+  }
+  assert.fail('expected a ConfigError');
+}
 
 function rejects(input: Record<string, unknown>, field: string) {
   assert.throws(
@@ -32,7 +47,6 @@ describe('MAGRPO config', () => {
     assert.equal(c.advantage_mode, 'mean');
     assert.equal(c.reference_kl_enabled, false);
     assert.equal(c.reference_kl_coef, 0.1);
-    assert.equal(c.reference_devices, null);
     assert.equal(c.num_turns, 1); // reference: 2 (see docs/differences.md)
   });
 
@@ -46,34 +60,40 @@ describe('MAGRPO config', () => {
       assert.equal(resolveConfig({ joint_mode: given }).joint_mode, resolved, given);
   });
   it('rejects 0 for every count that must be ≥ 1', () => {
-    for (const k of ['num_train_epochs', 'num_agents', 'rollout_buffer_size', 'eval_batch_size', 'num_turns', 'logging_steps', 'train_batch_size'])
-      rejects({ [k]: 0 }, k);
+    for (const k of ['num_train_epochs', 'num_agents', 'rollout_buffer_size', 'num_turns', 'logging_steps', 'train_batch_size']) rejects({ [k]: 0 }, k);
   });
   it('rejects −1 for eval_interval and eval_num_samples, and num_generations 1', () => {
     rejects({ eval_interval: -1 }, 'eval_interval');
     rejects({ eval_num_samples: -1 }, 'eval_num_samples');
     rejects({ num_generations: 1 }, 'num_generations');
   });
-  it('parallel_training: "invalid" and "auto" rejected; mp needs agent_devices', () => {
+  it('parallel_training: "invalid" and "auto" rejected', () => {
     rejects({ parallel_training: 'invalid' }, 'parallel_training');
     rejects({ parallel_training: 'auto' }, 'parallel_training');
-    rejects({ parallel_training: 'mp' }, 'agent_devices');
   });
   it('accepts the reference valid set', () => {
-    for (const ok of [
-      {},
-      { parallel_training: 'none' },
-      { parallel_training: 'null' },
-      { parallel_training: 'mp', agent_devices: ['cpu', 'cpu'] },
-      { agent_devices: 'cpu' },
-      { num_generations: 2 },
-    ]) {
+    for (const ok of [{}, { parallel_training: 'none' }, { parallel_training: 'null' }, { parallel_training: 'mp' }, { num_generations: 2 }]) {
       assert.doesNotThrow(() => resolveConfig(ok), JSON.stringify(ok));
     }
   });
-  it('KL: negative coef rejected; reference_devices length must be 1 or N', () => {
+  it('KL: negative coef rejected; agent_learning_rate length must be 1 or N', () => {
     rejects({ reference_kl_coef: -0.1 }, 'reference_kl_coef');
-    assert.throws(() => resolveConfig({ num_agents: 2, reference_devices: ['cpu', 'cpu', 'cpu'] }), /reference_devices length/);
+    assert.throws(
+      () => resolveConfig({ num_agents: 2, agent_learning_rate: [1e-5, 1e-5, 1e-5] }),
+      /agent_learning_rate length \(3\) must be 1 or num_agents \(2\)/,
+    );
+  });
+  it('removed reference keys: a setting is refused with the reason; the unset value of a resolved run config is dropped', () => {
+    assert.deepEqual(problems({ eval_batch_size: 8, agent_devices: ['cpu', 'cpu'], reference_devices: 'cpu' }), [
+      'eval_batch_size: eval_batch_size was never used: evaluation samples every eval episode of a turn in one batch per agent; remove it',
+      "agent_devices: agent_devices was never used: agents run on this machine's CPU (parallel_training: mp gives each agent its own worker thread); remove it",
+      'reference_devices: reference_devices was never used: the frozen reference model runs on the CPU with its agent; remove it',
+    ]);
+    const written = parse(readFileSync(join(ROOT, 'test/dashboard/fixtures/run-coordination/config.yaml'), 'utf8')).trainer;
+    assert.deepEqual([written.eval_batch_size, written.agent_devices, written.reference_devices], [1, null, null]);
+    const c = resolveConfig(written);
+    assert.equal(c.num_generations, 4);
+    assert.ok(!('eval_batch_size' in c) && !('agent_devices' in c) && !('reference_devices' in c));
   });
   it('bad enums, unknown keys with a suggestion, and all problems at once', () => {
     rejects({ advantage_mode: 'median' }, 'advantage_mode');

@@ -120,7 +120,6 @@ describe('a formatter returning chat messages', () => {
         eval_interval: 2,
         eval_num_samples: 1,
         parallel_training: 'mp',
-        agent_devices: ['cpu', 'cpu'],
       },
     });
     const result = await t.train();

@@ -271,7 +271,7 @@ describe('teams', () => {
     try {
       const local = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
       await local.train();
-      const mp = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b, parallel_training: 'mp', agent_devices: ['cpu', 'cpu'] } });
+      const mp = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b, parallel_training: 'mp' } });
       await mp.train();
       assert.equal(mp.envStep, local.envStep);
       const wa = readFileSync(join(a, 'final', 'agent_1', 'model', 'model.safetensors'));

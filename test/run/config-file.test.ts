@@ -46,6 +46,13 @@ describe('config errors name the key path, the location and the allowed values',
     assert.deepEqual(problems(file(`${OK}runname: x\n`)), ['4:1  runname: unknown key — did you mean "run_name"?']);
   });
 
+  it('a removed reference key says why it is gone; at its unset value (a resolved run config) it is dropped', () => {
+    assert.deepEqual(problems(file(`${OK}trainer:\n  eval_batch_size: 8\n`)), [
+      '5:3  trainer.eval_batch_size: eval_batch_size was never used: evaluation samples every eval episode of a turn in one batch per agent; remove it',
+    ]);
+    assert.doesNotThrow(() => loadRunConfig(file(`${OK}trainer:\n  eval_batch_size: 1\n  agent_devices: null\n  reference_devices: null\n`)));
+  });
+
   it('a bad enum lists the allowed values; a bad environment name gets a suggestion', () => {
     assert.deepEqual(problems(file(`${OK}trainer:\n  joint_mode: crossed-out\n`)), [
       '5:3  trainer.joint_mode: got "crossed-out", expected one of "aligned", "align", "cross", "crossed"',
