@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Regenerates docs/benchmarks.md from the `magrpo bench --out` files under bench/results/, one
-// section per machine class (one file per class: bench/results/<machine class>.json).
+// section per machine class (one file per class: bench/results/<machine class>.json), then the
+// `magrpo bench --step --out` files under bench/step/ as one section (one file per setup).
 //   node scripts/bench-report.mjs            rewrite docs/benchmarks.md
 //   node scripts/bench-report.mjs --check    exit 1 when docs/benchmarks.md is out of date
 //   --results <dir> --out <file>             other input folder / output file
@@ -14,6 +15,7 @@ const arg = (name, fallback) => {
   return i > 0 ? resolve(process.argv[i + 1]) : fallback;
 };
 const resultsDir = arg('--results', join(root, 'bench', 'results'));
+const stepDir = arg('--step', join(root, 'bench', 'step'));
 const target = arg('--out', join(root, 'docs', 'benchmarks.md'));
 
 const f0 = (x) => (x >= 100 ? x.toFixed(0) : x.toFixed(1));
@@ -204,6 +206,54 @@ function loraTable(r, names, p) {
   p();
 }
 
+/**
+ * The step profiles of bench/step/ (`magrpo bench --step --out`): seconds per item of each phase,
+ * one column per file, then each file's split between kernels and the JS around them, then the
+ * hand-written bench/step/notes.md (what the runs show, how they were taken).
+ */
+function stepSection(runs) {
+  const lines = [];
+  const p = (x = '') => lines.push(x);
+  const s2 = (x) => x.toFixed(2);
+  p('## MAGRPO step on a 135M model');
+  p();
+  p(
+    "Where the time of one training item goes (`magrpo bench --step`, src/cli/bench-step.ts): the trainer's own step on SmolLM2-135M-Instruct's " +
+      'shape with random weights (or `--model <folder or .gguf>`), 2 agents, LoRA r 16 on all seven projections, G = 4 completions of 64 new ' +
+      "tokens per agent, prompts of 400 tokens, rollout_buffer_size 2 (an update every second item), fluency metrics on (each agent's frozen " +
+      'reference copy scores its completions), the default sampling settings; 2 warm-up items, then 2 timed. Seconds per item; "outside kernels" is ' +
+      'the JS, allocation and GC around them; "other" is the rest of the step (reward, fluency metrics, tokenizer, bookkeeping). ' +
+      'Files in bench/step/, one per setup (`magrpo bench --step --out bench/step/<name>.json`).',
+  );
+  p();
+  const phases = [...new Set(runs.flatMap(([, r]) => r.rows.map((x) => x.phase)))];
+  p(`| phase | ${runs.map(([name]) => name).join(' | ')} |`);
+  p(`| --- | ${runs.map(() => '---').join(' | ')} |`);
+  for (const ph of phases) {
+    const cell = (r) => {
+      const x = r.rows.find((y) => y.phase === ph);
+      return x ? `${s2(x.s)} (${pct(x.share)})` : '—';
+    };
+    p(`| ${ph === 'step' ? '**step**' : ph} | ${runs.map(([, r]) => cell(r)).join(' | ')} |`);
+  }
+  const rss = (r) => (r.peak_rss_mb === null ? '—' : `${(r.peak_rss_mb / 1024).toFixed(1)} GB`);
+  p(`| peak RSS | ${runs.map(([, r]) => rss(r)).join(' | ')} |`);
+  p();
+  for (const [name, r] of runs) {
+    const s = r.settings;
+    const split = r.rows.map((x) => `${x.phase} ${s2(x.kernel_s)} + ${s2(x.outside_s)}`).join('; ');
+    p(
+      `- ${name}: \`${r.command}\`${s.shared_prefill === false ? ' with MAGRPO_SHARED_PREFILL=0' : ''}, ${r.date.slice(0, 16).replace('T', ' ')}, ${r.machine.cpu}, ` +
+        `${s.threads} thread(s), load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}; ${s.shape}, ` +
+        `${(s.params / 1e6).toFixed(1)} M parameters; items ${r.item_s.map(s2).join(', ')} s; ${r.tokens.completion.toFixed(0)} completion tokens per item. ` +
+        `In kernels + outside (s per item): ${split}.`,
+    );
+  }
+  const notes = join(stepDir, 'notes.md');
+  if (existsSync(notes)) p(`\n${readFileSync(notes, 'utf8').trim()}`);
+  return `${lines.join('\n')}\n`;
+}
+
 const files = existsSync(resultsDir)
   ? readdirSync(resultsDir)
       .filter((f) => f.endsWith('.json'))
@@ -257,7 +307,13 @@ and the peak RSS after sampling, after LoRA and after full fine-tuning. It needs
 per engine and minutes per engine on two cores.
 `;
 const body = files.map((f) => section(f, JSON.parse(readFileSync(join(resultsDir, f), 'utf8'))));
-const text = `${[head, ...(body.length ? body : ['No results yet.\n'])].join('\n')}`.replace(/\n+$/, '\n');
+const stepFiles = existsSync(stepDir)
+  ? readdirSync(stepDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
+const steps = stepFiles.length ? [stepSection(stepFiles.map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(stepDir, f), 'utf8'))]))] : [];
+const text = `${[head, ...(body.length ? body : ['No results yet.\n']), ...steps].join('\n')}`.replace(/\n+$/, '\n');
 if (process.argv.includes('--check')) {
   const now = existsSync(target) ? readFileSync(target, 'utf8') : '';
   if (now !== text) {

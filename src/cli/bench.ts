@@ -47,6 +47,7 @@ import {
 } from './bench-models.js';
 import { findPeers, type Peer } from './bench-peers.js';
 import { runRolloutBench } from './bench-rollout.js';
+import { runStepBench } from './bench-step.js';
 import { childExecArgv } from './node-flags.js';
 import { CLI, intOption } from './options.js';
 
@@ -69,6 +70,10 @@ interface BenchFlags {
   worker?: string;
   lora?: boolean;
   rollout?: string | true;
+  step?: boolean;
+  model?: string;
+  items?: number;
+  warmup?: number;
 }
 
 /** Tokens/s per engine and size, from the medians over every round. */
@@ -116,6 +121,13 @@ export function registerBench(program: Command): void {
       '--rollout [model]',
       'rollout throughput instead: the in-process sampler against 1 and 2 local `magrpo serve` processes on a model folder (default models/base), G = 8 (bench-rollout.ts)',
     )
+    .option(
+      '--step',
+      'profile one MAGRPO training step instead: SmolLM2-135M shape (random weights) or --model, 2 agents, LoRA r16, G = 4 × 64 tokens (bench-step.ts)',
+    )
+    .option('--model <path>', 'with --step: a model folder or .gguf file instead of random weights')
+    .option('--items <n>', 'with --step: timed items (default 2, one update)', intOption(1))
+    .option('--warmup <n>', 'with --step: untimed items first (default 2, one update)', intOption(0))
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
     .addOption(new Option('--lora', `internal: also measure LoRA training (rank ${LORA_RANK}, every linear layer) at every size`).hideHelp())
     .addHelpText(
@@ -125,10 +137,13 @@ Examples:
   ${CLI} bench --sizes 1m --quick --no-torch       # a minute: this engine alone
   ${CLI} bench --sizes 1m,10m --out bench/results/mine.json   # with PyTorch and llama.cpp when installed
   ${CLI} bench --sizes 1m,10m,124m,500m --threads 2           # adds Qwen2.5-0.5B shapes: LoRA r16 and full fine-tuning (~12 GB RAM)
+  ${CLI} bench --step --model SmolLM2-135M-Instruct.Q4_1.gguf  # where a training step's time goes (docs/benchmarks.md)
   # then: node scripts/bench-report.mjs rebuilds docs/benchmarks.md from bench/results/*.json`,
     )
     .action((flags: BenchFlags) => {
       if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
+      if (flags.step) return runStepBench(flags);
+      if (flags.model !== undefined || flags.items !== undefined || flags.warmup !== undefined) throw new Error('--model, --items and --warmup go with --step');
       if (flags.worker !== undefined) {
         process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? QUICK_REPEATS : TIMED_REPEATS, { lora: flags.lora }))}\n`);
         return;

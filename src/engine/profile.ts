@@ -9,6 +9,12 @@
  * engine loads: a
  * training step's first calls page-fault fresh buffers in (AdamW's first step took 173 ms at 10m,
  * its later ones 4), which a short profile would otherwise charge to the kernels.
+ *
+ * Phases: named stretches of a training step (sampling's prefill and decode, the reference's
+ * scoring, the update's forward, backward and optimizer) timed by wall clock and by the kernel
+ * time spent inside them; the difference is JS, allocation and GC. On with MAGRPO_DEBUG=2 (a
+ * table at exit, after the kernels') or `timePhases(true)` (`magrpo bench --step`). Phases do not
+ * nest: one opened inside another runs untimed and its time counts in the outer one.
  */
 import { type Backend, KERNELS } from './backend.js';
 
@@ -39,6 +45,8 @@ function shapeOf(args: unknown[], i: number): string {
 
 const t0 = performance.now();
 let reported = false;
+/** Milliseconds of every timed kernel call so far, skipped ones included: the phases' kernel clock. */
+let kernelMs = 0;
 
 /** MAGRPO_DEBUG_SKIP_S in ms (0 when unset); anything but a number ≥ 0 is an error naming it. */
 function skipMs(): number {
@@ -50,8 +58,11 @@ function skipMs(): number {
 }
 let countFrom = t0;
 
-/** A backend whose kernels record their time in `stats`; the first wrap registers the exit report. */
-export function profiled(be: Backend): Backend {
+/**
+ * A backend whose kernels record their time in `stats`; the first wrap registers the exit report
+ * unless `report` is false (a caller that prints its own figures).
+ */
+export function profiled(be: Backend, report = true): Backend {
   countFrom = t0 + skipMs();
   const wrapped: Record<string, unknown> = { ...be };
   for (const k of KERNELS) {
@@ -62,6 +73,7 @@ export function profiled(be: Backend): Backend {
       const start = performance.now();
       const r = fn.apply(be, args);
       const ms = performance.now() - start;
+      kernelMs += ms;
       if (start < countFrom) return r;
       stat.ms += ms;
       stat.calls++;
@@ -78,14 +90,19 @@ export function profiled(be: Backend): Backend {
       return r;
     };
   }
-  if (!reported) {
+  if (report && !reported) {
     reported = true;
-    process.on('exit', report);
+    process.on('exit', reportAll);
   }
   return Object.freeze(wrapped) as unknown as Backend;
 }
 
-function report(): void {
+function reportAll(): void {
+  reportKernels();
+  if (phases.size > 0) process.stderr.write(`${formatPhases(takePhases()).join('\n')}\n`);
+}
+
+function reportKernels(): void {
   if (performance.now() <= countFrom) {
     const s = ((countFrom - t0) / 1000).toFixed(1);
     process.stderr.write(`[magrpo] kernel timings (MAGRPO_DEBUG=2): the process ended within MAGRPO_DEBUG_SKIP_S (${s} s); nothing was counted\n`);
@@ -114,4 +131,63 @@ function report(): void {
     }
   }
   process.stderr.write(`${lines.join('\n')}\n`);
+}
+
+/** Wall and kernel milliseconds of one phase over its calls. */
+export interface PhaseStat {
+  calls: number;
+  ms: number;
+  kernelMs: number;
+}
+
+const phases = new Map<string, PhaseStat>();
+let phasesOn = Number(process.env.MAGRPO_DEBUG ?? 0) >= 2;
+let inPhase = false;
+
+/** Turns phase timing on or off (on by default with MAGRPO_DEBUG=2). */
+export function timePhases(on: boolean): void {
+  phasesOn = on;
+}
+
+/** Runs `f` as phase `name`: its wall time and the kernel time inside it are added to the phase. */
+export function phase<T>(name: string, f: () => T): T {
+  if (!phasesOn || inPhase) return f();
+  inPhase = true;
+  const k0 = kernelMs;
+  const start = performance.now();
+  try {
+    return f();
+  } finally {
+    const s = phases.get(name) ?? { calls: 0, ms: 0, kernelMs: 0 };
+    phases.set(name, s);
+    s.calls++;
+    s.ms += performance.now() - start;
+    s.kernelMs += kernelMs - k0;
+    inPhase = false;
+  }
+}
+
+/** The phases timed since the last call, in the order first seen; the counters start again. */
+export function takePhases(): Map<string, PhaseStat> {
+  const out = new Map([...phases].map(([k, v]) => [k, { ...v }]));
+  phases.clear();
+  return out;
+}
+
+/** Kernel milliseconds so far (0 unless the backend is `profiled`). */
+export function kernelClock(): number {
+  return kernelMs;
+}
+
+function formatPhases(p: Map<string, PhaseStat>): string[] {
+  const lines = [
+    '[magrpo] phase timings (MAGRPO_DEBUG=2): wall ms, of it in kernels, and outside them (JS, allocation, GC)',
+    '  phase                      calls   wall ms  kernel ms  outside ms',
+  ];
+  for (const [k, s] of p) {
+    lines.push(
+      `  ${k.padEnd(24)} ${String(s.calls).padStart(7)} ${s.ms.toFixed(0).padStart(9)} ${s.kernelMs.toFixed(0).padStart(10)} ${(s.ms - s.kernelMs).toFixed(0).padStart(11)}`,
+    );
+  }
+  return lines;
 }

@@ -16,6 +16,8 @@ export type DType = 'float32' | 'float64';
 let active: Backend | null = null;
 let dtype: DType = 'float32';
 let precision: Precision = 'fp32';
+/** Kernel timing asked for by `timeKernels` (MAGRPO_DEBUG=2 times them anyway). */
+let kernelTiming = false;
 
 /** Selects the kernel backend. Throws if `native` is requested but cannot be loaded. */
 export function setBackend(name: BackendName): Backend {
@@ -39,8 +41,19 @@ export function setBackend(name: BackendName): Backend {
   }
   chosen.setPrecision(precision);
   if (debug >= 2) chosen = profiled(chosen);
+  else if (kernelTiming) chosen = profiled(chosen, false);
   active = chosen;
   return chosen;
+}
+
+/**
+ * Times every kernel call from now on (engine/profile.ts), without MAGRPO_DEBUG's exit table: for
+ * callers that print their own figures from the phase and kernel clocks (`magrpo bench --step`).
+ */
+export function timeKernels(): void {
+  if (kernelTiming) return;
+  kernelTiming = true;
+  if (active !== null && Number(process.env.MAGRPO_DEBUG ?? 0) < 2) active = profiled(active, false);
 }
 
 /** The active backend, selecting it from MAGRPO_BACKEND (default `native`) on first use. */

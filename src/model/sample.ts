@@ -5,6 +5,7 @@
  */
 import type { FloatArray } from '../engine/backend.js';
 import { withPackedWeights } from '../engine/packed.js';
+import { phase } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
@@ -76,54 +77,58 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
   return withPackedWeights(() =>
     noGrad(() => {
       // Prefill: left-padded [B, T].
-      const ids = new Int32Array(B * T);
-      const mask = new Uint8Array(B * T);
-      const pos = new Int32Array(B * T);
-      const lastRows = new Int32Array(B);
-      for (let b = 0; b < B; b++) {
-        const pad = T - prompts[b].length;
-        for (let t = 0; t < T; t++) {
-          ids[b * T + t] = t < pad ? prompts[b][0] : prompts[b][t - pad];
-          mask[b * T + t] = t < pad ? 0 : 1;
-          pos[b * T + t] = Math.max(0, t - pad);
+      let { cache, logits } = phase('sample/prefill', () => {
+        const ids = new Int32Array(B * T);
+        const mask = new Uint8Array(B * T);
+        const pos = new Int32Array(B * T);
+        const lastRows = new Int32Array(B);
+        for (let b = 0; b < B; b++) {
+          const pad = T - prompts[b].length;
+          for (let t = 0; t < T; t++) {
+            ids[b * T + t] = t < pad ? prompts[b][0] : prompts[b][t - pad];
+            mask[b * T + t] = t < pad ? 0 : 1;
+            pos[b * T + t] = Math.max(0, t - pad);
+          }
+          lastRows[b] = b * T + T - 1;
         }
-        lastRows[b] = b * T + T - 1;
-      }
-      let cache = model.createCache(B, maxLen);
-      let logits = model.forward(ids, B, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows }).data; // [B, V]
+        const c = model.createCache(B, maxLen);
+        return { cache: c, logits: model.forward(ids, B, T, { positions: pos, keyMask: mask, cache: c, outputRows: lastRows }).data }; // [B, V]
+      });
       let active = prompts.map((_, b) => b); // batch row → sequence index
 
-      for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
-        const rows = active.length;
-        const lp = rowLogprobs(rows, V, logits);
-        const draws = rowRngs ? active.map((s) => rowRngs[s]) : rng;
-        const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, draws);
-        const still: number[] = [];
-        for (let r = 0; r < rows; r++) {
-          const s = active[r];
-          const tok = chosen[r];
-          tokens[s].push(tok);
-          logprobs[s].push(logits[r * V + tok] - lp[r]);
-          if (stopIds.has(tok)) {
-            finish[s] = 'stop_token';
-            continue;
-          }
-          if (opts.stopStrings?.length && opts.decode) {
-            const text = opts.decode(tokens[s]);
-            if (opts.stopStrings.some((ss) => text.includes(ss))) {
-              finish[s] = 'stop_string';
+      phase('sample/decode', () => {
+        for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
+          const rows = active.length;
+          const lp = rowLogprobs(rows, V, logits);
+          const draws = rowRngs ? active.map((s) => rowRngs[s]) : rng;
+          const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, draws);
+          const still: number[] = [];
+          for (let r = 0; r < rows; r++) {
+            const s = active[r];
+            const tok = chosen[r];
+            tokens[s].push(tok);
+            logprobs[s].push(logits[r * V + tok] - lp[r]);
+            if (stopIds.has(tok)) {
+              finish[s] = 'stop_token';
               continue;
             }
+            if (opts.stopStrings?.length && opts.decode) {
+              const text = opts.decode(tokens[s]);
+              if (opts.stopStrings.some((ss) => text.includes(ss))) {
+                finish[s] = 'stop_string';
+                continue;
+              }
+            }
+            still.push(r);
           }
-          still.push(r);
+          if (still.length === 0 || step === maxNewTokens - 1) break;
+          if (still.length < rows) cache = cache.select(still);
+          const nextIds = Int32Array.from(still, (r) => chosen[r]);
+          active = still.map((r) => active[r]);
+          const positions = Int32Array.from(active, (s) => prompts[s].length + tokens[s].length - 1);
+          logits = model.forward(nextIds, active.length, 1, { positions, cache, outputRows: Int32Array.from(active, (_, i) => i) }).data;
         }
-        if (still.length === 0 || step === maxNewTokens - 1) break;
-        if (still.length < rows) cache = cache.select(still);
-        const nextIds = Int32Array.from(still, (r) => chosen[r]);
-        active = still.map((r) => active[r]);
-        const positions = Int32Array.from(active, (s) => prompts[s].length + tokens[s].length - 1);
-        logits = model.forward(nextIds, active.length, 1, { positions, cache, outputRows: Int32Array.from(active, (_, i) => i) }).data;
-      }
+      });
 
       if (opts.decode) {
         for (let s = 0; s < B; s++) {

@@ -6,6 +6,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { phase } from '../engine/profile.js';
 import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
@@ -120,10 +121,12 @@ export class PolicyAgent {
     const scored = g.completions.filter((c) => c.ids.length > 0);
     for (const c of g.completions) c.samplerLogprobs = c.logprobs;
     if (scored.length === 0) return;
-    const r = noGrad(() =>
-      completionLogprobs(
-        this.lm.model,
-        scored.map((c) => ({ prompt: g.promptIds, completion: c.ids })),
+    const r = phase('score/rescore', () =>
+      noGrad(() =>
+        completionLogprobs(
+          this.lm.model,
+          scored.map((c) => ({ prompt: g.promptIds, completion: c.ids })),
+        ),
       ),
     );
     for (const c of scored) c.logprobs = [];
@@ -134,7 +137,7 @@ export class PolicyAgent {
   private attachReference(g: SampledGroup): void {
     const ref = this.ref as LanguageModel;
     const batch = g.completions.map((c) => ({ prompt: g.promptIds, completion: c.ids }));
-    const r = noGrad(() => completionLogprobs(ref.model, batch));
+    const r = phase('score/reference', () => noGrad(() => completionLogprobs(ref.model, batch)));
     g.refLogprobs = g.completions.map(() => []);
     for (let t = 0; t < r.sequenceOf.length; t++) g.refLogprobs[r.sequenceOf[t]].push(r.tokenLogprobs.data[t]);
     g.refKl = g.completions.map((c, k) => {

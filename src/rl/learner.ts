@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { BufferPool } from '../engine/buffer-pool.js';
 import { add, clamp, exp, minimum, mul, scale, sub, weightedSum } from '../engine/ops.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '../engine/optim.js';
+import { phase } from '../engine/profile.js';
 import { backward, type Tensor, tensor } from '../engine/tensor.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
 import { completionLogprobs } from '../model/logprobs.js';
@@ -159,10 +160,13 @@ export class LocalLearner implements Learner {
   async optimStep(): Promise<OptimStepResult> {
     const s = this.spec;
     this.opt.lr = s.lr * lrMultiplier(this.steps, { kind: s.lrScheduler, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps });
-    const norm = s.maxGradNorm === null ? gradNorm(this.opt.params) : clipGradNorm(this.opt.params, s.maxGradNorm);
-    if (!Number.isFinite(norm)) throw new Error(`agent ${s.index}: gradient norm is ${norm}; refusing to update (check rewards and learning rate)`);
-    this.opt.step();
-    this.opt.zeroGrad();
+    const norm = phase('update/optimizer', () => {
+      const n = s.maxGradNorm === null ? gradNorm(this.opt.params) : clipGradNorm(this.opt.params, s.maxGradNorm);
+      if (!Number.isFinite(n)) throw new Error(`agent ${s.index}: gradient norm is ${n}; refusing to update (check rewards and learning rate)`);
+      this.opt.step();
+      this.opt.zeroGrad();
+      return n;
+    });
     this.steps++;
     return { gradNorm: norm, lr: this.opt.lr, step: this.steps };
   }
@@ -174,6 +178,25 @@ export class LocalLearner implements Learner {
   private sampleLoss(s: LossSample, weight: number) {
     const scored = s.completions.flatMap((c, g) => (c.length > 0 ? [g] : []));
     if (scored.length === 0) return null;
+    const f = phase('update/forward', () => this.lossGraph(s, scored, weight));
+    // Read before backward: inside the buffer pool, backward recycles the graph's activations.
+    const logprobs: number[][] = s.completions.map(() => []);
+    for (let t = 0; t < f.tokens; t++) logprobs[scored[f.sequenceOf[t]]].push(f.tokenLogprobs[t]);
+    phase('update/backward', () => backward(f.loss));
+    return {
+      loss: f.value / weight,
+      entropySum: f.entropySum,
+      tokens: f.tokens,
+      sequences: s.completions.length,
+      logprobs,
+      clipped: f.clipped,
+      klSum: f.klSum,
+      klTokens: f.klTokens,
+    };
+  }
+
+  /** The loss graph of one sample (forward only) and what is read from it before backward. */
+  private lossGraph(s: LossSample, scored: number[], weight: number) {
     const batch = scored.map((g) => ({ prompt: s.promptIds, completion: s.completions[g] }));
     const lp = completionLogprobs(this.lm.model, batch, { entropy: true });
     const R = lp.sequenceOf.length;
@@ -229,12 +252,8 @@ export class LocalLearner implements Learner {
     }
     const value = loss.item();
     if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);
-    // Read before backward: inside the buffer pool, backward recycles the graph's activations.
-    const logprobs: number[][] = s.completions.map(() => []);
-    for (let t = 0; t < R; t++) logprobs[scored[lp.sequenceOf[t]]].push(lp.tokenLogprobs.data[t]);
-    backward(loss);
     const entropySum = lp.entropy ? lp.entropy.reduce((a, b) => a + b, 0) : 0;
-    return { loss: value / weight, entropySum, tokens: R, sequences: s.completions.length, logprobs, clipped, klSum, klTokens };
+    return { loss, value, entropySum, tokens: R, sequenceOf: lp.sequenceOf, tokenLogprobs: lp.tokenLogprobs.data, clipped, klSum, klTokens };
   }
 
   releaseMemory(): void {
