@@ -108,13 +108,21 @@ export function tokenCoefficient(aggregation: LearnerSpec['lossAggregation'], le
   return aggregation === 'sequence_sum' ? 1 : aggregation === 'token_mean' ? 1 / length : 1 / maxNewTokens;
 }
 
+/**
+ * Activation buffers kept from one minibatch to the next, one pool for every local learner of the
+ * thread: in-process agents update in turns, minibatch by minibatch (rl/agent-pool.ts), so an
+ * agent's graph takes the buffers the previous agent's backward gave back instead of allocating a
+ * set of its own while the other set waits in its owner's pool.
+ */
+const threadBuffers = new BufferPool();
+/** Local learners of this thread inside an update (from forwardBackward to releaseMemory). */
+const updating = new Set<LocalLearner>();
+
 /** The embedded engine as a learner: gradients of `lm` in this process, AdamW over its trainable parameters. */
 export class LocalLearner implements Learner {
   readonly kind = 'local';
   private opt: AdamW;
   private steps = 0;
-  /** Activation buffers kept from one minibatch to the next within an update (see releaseMemory). */
-  private readonly buffers = new BufferPool();
 
   constructor(
     private readonly spec: LearnerSpec,
@@ -139,7 +147,8 @@ export class LocalLearner implements Learner {
     let klTokens = 0;
     let clipped = 0;
     for (const s of samples) {
-      const r = this.buffers.use(() => this.sampleLoss(s, 1 / samples.length));
+      updating.add(this);
+      const r = threadBuffers.use(() => this.sampleLoss(s, 1 / samples.length));
       out.logprobs.push(r?.logprobs ?? s.completions.map(() => []));
       if (r === null) continue;
       out.loss += r.loss / samples.length;
@@ -256,8 +265,10 @@ export class LocalLearner implements Learner {
     return { loss, value, entropySum, tokens: R, sequenceOf: lp.sequenceOf, tokenLogprobs: lp.tokenLogprobs.data, clipped, klSum, klTokens };
   }
 
+  /** Ends this learner's update; the thread's pool is emptied once no learner is inside one. */
   releaseMemory(): void {
-    this.buffers.clear();
+    updating.delete(this);
+    if (updating.size === 0) threadBuffers.clear();
   }
 
   async saveAdapter(dir: string): Promise<void> {
