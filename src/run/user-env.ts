@@ -46,7 +46,7 @@ export async function loadEnvironment(env: RunConfig['env'], baseDir: string): P
   if (env.name !== undefined) {
     const entry = envEntry(env.name);
     if (!entry) throw new EnvModuleError(env.name, 'unknown environment');
-    const options = entry.options.parse(env.options) as Record<string, unknown>;
+    const options = { ...env.options };
     for (const key of entry.pathOptions ?? []) if (typeof options[key] === 'string' && !isAbsolute(options[key])) options[key] = resolve(baseDir, options[key]);
     return entry.load(options);
   }

@@ -27,7 +27,7 @@ import { skipTest } from '../helpers/skip.js';
 
 const LIMITS = { perTestTimeoutSeconds: 0.5, maxTimeouts: 3, wallSeconds: 4, cpuSeconds: 3, memoryMb: 256, maxProcesses: 16, concurrency: 2 };
 const sandbox = new PythonSandbox(LIMITS);
-const env = humanevalEnvironment({ sandbox, numAgents: 1 });
+const env = humanevalEnvironment({ sandbox, num_agents: 1 });
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const DATASET = join(REPO, 'data/coding/coop-python.eval.jsonl');

@@ -34,10 +34,8 @@ import {
 } from './code-utils.js';
 import type { CodingItem } from './data.js';
 import { type ExpertOptions, expertEdits, resolveExpert } from './expert.js';
+import { FEEDBACK_MODES, type FeedbackMode } from './options.js';
 import { auxPrompt, mainPrompt, originalInstructions, singleAgentPrompt } from './prompts.js';
-
-export const FEEDBACK_MODES = ['plain', 'passed', 'level_passed', 'level_feedback', 'expert_edits'] as const;
-export type FeedbackMode = (typeof FEEDBACK_MODES)[number];
 
 export interface FeedbackOptions {
   /** Default 'level_feedback'. */

@@ -17,6 +17,7 @@ import type { Prompt } from '../../rl/task.js';
 import { userTurn } from '../environment.js';
 import { codeAuxPrompt, codeDiscussionAuxPrompt, codeMainPrompt, codeOpening, codeSinglePrompt } from './code-prompts.js';
 import { extractSpecificFunction } from './code-utils.js';
+import type { PromptStyleName } from './options.js';
 import {
   auxPrompt,
   baselineAuxPrompt,
@@ -29,7 +30,6 @@ import {
   singleAgentPrompt,
 } from './prompts.js';
 
-export type PromptStyleName = 'instruct' | 'chat' | 'code';
 export type CodingRole = 'aux' | 'main' | 'single';
 
 export interface PromptStyle {

@@ -28,6 +28,7 @@ import {
   referenceIgnoredAuxCalls,
   type ThinWrapperRule,
 } from './code-utils.js';
+import type { AuxPenaltyMode } from './options.js';
 
 export interface CodeRewardInput {
   /** Raw aux completion ("" in single-agent mode). */
@@ -41,19 +42,17 @@ export interface CodeRewardInput {
   prompt: string;
 }
 
-/**
- * How "aux called but its value ignored" (−0.5) is detected:
- *   fixed      (default) an AST analysis (aux-usage.ts): standalone aux() statements and results
- *              assigned to names that are never read. The reference's regex (below) is a bug that
- *              silently disables the penalty the paper describes, so by default we apply the
- *              penalty as described, with the detector the authors themselves use in level_feedback.
- *   reference  the reference's regex, which only matches a line that is exactly `aux (x)` (one
- *              whitespace, one character); use it to reproduce the paper's numbers.
- *   off        never penalise.
- */
-export type AuxPenaltyMode = 'fixed' | 'reference' | 'off';
-
 export interface CodeRewardOptions {
+  /**
+   * How "aux called but its value ignored" (−0.5) is detected (options.ts aux_penalty):
+   *   fixed      (default) an AST analysis (aux-usage.ts): standalone aux() statements and results
+   *              assigned to names that are never read. The reference's regex (below) is a bug that
+   *              silently disables the penalty the paper describes, so by default we apply the
+   *              penalty as described, with the detector the authors themselves use in level_feedback.
+   *   reference  the reference's regex, which only matches a line that is exactly `aux (x)` (one
+   *              whitespace, one character); use it to reproduce the paper's numbers.
+   *   off        never penalise.
+   */
   auxPenalty?: AuxPenaltyMode;
   /** Docstring handling of the thin-wrapper rule (code-utils.ts isThinWrapper). Default 'fixed'. */
   thinWrapper?: ThinWrapperRule;

@@ -7,15 +7,26 @@
  * Default data: passages of public-domain text shipped in data/writing/ (see its README).
  */
 import { join } from 'node:path';
+import type { z } from 'zod';
 import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
 import { echo, FAITHFULNESS_METRICS, faithfulness, wordsOf } from '../../text/faithfulness.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
 import { grammarValidity } from '../../text/grammar.js';
 import { type Environment, type EpisodeResult, userTurn } from '../environment.js';
+import { readOptions } from '../options.js';
 import { plainText, type WritingSpec, writingBaselines } from './baselines.js';
 import { ARXIV_COMPLETION, type CompletionPrompts, TLDR_COMPLETION } from './completion-prompts.js';
 import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } from './data.js';
+import {
+  type ArxivOptions,
+  ArxivOptionsSchema,
+  type FluencyGuard,
+  type FluencyRamp,
+  type TldrOptions,
+  TldrOptionsSchema,
+  type WritingPromptStyle,
+} from './options.js';
 import {
   ARXIV_BASELINE_PROMPTS,
   arxivBackgroundPrompt,
@@ -24,56 +35,27 @@ import {
   tldrElaborationPrompt,
   tldrSummaryPrompt,
 } from './prompts.js';
-import { type ArxivVersion, arxivLevels, arxivReward, gate, normalisedMetrics, tldrLevels, tldrReward, ungated, type WritingLevels } from './rewards.js';
+import { arxivLevels, arxivReward, gate, normalisedMetrics, tldrLevels, tldrReward, ungated, type WritingLevels } from './rewards.js';
 
 export type { ArxivItem, TldrItem } from './data.js';
 export { loadWritingItems, WritingDataError } from './data.js';
+export type { ArxivOptions, ArxivVersion, FluencyGuard, TldrOptions, WritingPromptStyle } from './options.js';
 export { arxivReward, normalisedMetrics, tldrReward } from './rewards.js';
 
-export interface WritingEnvOptions {
-  /** Folder with {name}.train.jsonl.gz and {name}.eval.jsonl.gz (default: the shipped data/writing). */
-  dataDir?: string;
-  /**
-   * (magrpo) Training-reward guard against reward hacking: the joint reward is multiplied by
-   * Π_i clamp((word_validity_i − zeroAt) / (fullAt − zeroAt), 0, 1), so letter soup, strings of
-   * initials and runs of one word earn nothing. Evaluation tables keep the paper's reward. Off when
-   * undefined.
-   */
-  fluencyGuard?: FluencyGuard;
-  /**
-   * 'instruct' (default): the paper's prompts as raw text, as the paper's trainer sent them.
-   * 'chat': the same prompts as the user turn of each agent's chat template, for
-   * instruction-tuned models (a model without a template is an error). 'completion': the source
-   * text followed by the opening of the agent's paragraph, for base models
-   * (completion-prompts.ts). The baselines' prompts follow the same style.
-   */
-  promptStyle?: WritingPromptStyle;
-}
+const ramp = (x: number, r: FluencyRamp) => Math.min(1, Math.max(0, (x - r.zero_at) / (r.full_at - r.zero_at)));
 
-export type WritingPromptStyle = 'instruct' | 'chat' | 'completion';
-
-/** Word validity at which an agent's factor reaches 0 and 1 (linear in between). */
-export interface FluencyGuard {
-  zeroAt: number;
-  fullAt: number;
-  /** Optionally also a ramp on distinct-2 (repeated phrases made of real words). */
-  distinct2?: { zeroAt: number; fullAt: number };
-  /** Optionally also a ramp on grammar validity (real words in no English order, ", and, and"). */
-  grammar?: { zeroAt: number; fullAt: number };
-  /** Optionally also a ramp on clause length in words (lists of fragments made of real words). */
-  clauseLength?: { zeroAt: number; fullAt: number };
-}
-
-const ramp = (x: number, r: { zeroAt: number; fullAt: number }) => Math.min(1, Math.max(0, (x - r.zeroAt) / (r.fullAt - r.zeroAt)));
-
-/** The guard's factor in [0, 1] for one joint action (1 = fluent enough; see WritingEnvOptions). */
+/**
+ * The fluency guard's factor in [0, 1] for one joint action (options.ts fluency_guard): the
+ * product over agents of a ramp on word validity, and on distinct-2, grammar validity and clause
+ * length where given, so letter soup, runs of one word and word salad earn nothing.
+ */
 export function fluencyFactor(completions: readonly string[], guard: FluencyGuard): number {
   let f = 1;
   for (const c of completions) {
     f *= ramp(wordValidity(c), guard);
-    if (guard.distinct2) f *= ramp(distinctN(c, 2), guard.distinct2);
+    if (guard.distinct_2) f *= ramp(distinctN(c, 2), guard.distinct_2);
     if (guard.grammar) f *= ramp(grammarValidity(c), guard.grammar);
-    if (guard.clauseLength) f *= ramp(clauseLength(c), guard.clauseLength);
+    if (guard.clause_length) f *= ramp(clauseLength(c), guard.clause_length);
   }
   return f;
 }
@@ -85,16 +67,19 @@ interface WritingKind<Item> extends WritingSpec<Item> {
   levels: (c1: string, c2: string) => WritingLevels;
 }
 
-/** The kind with the chat wrapping or the completion-style prompts when asked for. */
-function styled<Item>(kind: WritingKind<Item>, style: WritingPromptStyle | undefined, completion: CompletionPrompts): WritingKind<Item> {
-  if (style === undefined || style === 'instruct') return kind;
+/**
+ * The kind in a prompt style: 'instruct' the paper's prompts as raw text, as the paper's trainer
+ * sent them; 'chat' the same as the user turn of each agent's chat template; 'completion' the
+ * source text and the opening of the agent's paragraph (completion-prompts.ts). Baselines alike.
+ */
+function styled<Item>(kind: WritingKind<Item>, style: WritingPromptStyle, completion: CompletionPrompts): WritingKind<Item> {
+  if (style === 'instruct') return kind;
   if (style === 'chat') return { ...kind, wrap: userTurn };
-  if (style !== 'completion') throw new Error(`prompt_style: got ${JSON.stringify(style)}, expected "instruct", "chat" or "completion"`);
   return { ...kind, formatters: completion.formatters, prompts: completion.baselines };
 }
 
-function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptions): Environment<Item> {
-  const dataDir = opts.dataDir ?? join(packageRoot(), 'data', 'writing');
+function writingEnvironment<Item>(kind: WritingKind<Item>, opts: z.output<typeof TldrOptionsSchema>): Environment<Item> {
+  const dataDir = opts.data_dir ?? join(packageRoot(), 'data', 'writing');
   const load = (split: 'train' | 'eval') => loadWritingItems(join(dataDir, `${kind.name}.${split}.jsonl.gz`), kind.field) as unknown as Item[];
   const [f1, f2] = kind.formatters;
   const wrap = kind.wrap ?? plainText;
@@ -113,8 +98,8 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: WritingEnvOptio
         reward: ({ completions }) => {
           if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
           const s = kind.reward(completions[0], completions[1]);
-          if (!opts.fluencyGuard) return { reward: s.reward, components: { ...s.components } };
-          const factor = fluencyFactor(completions, opts.fluencyGuard);
+          if (!opts.fluency_guard) return { reward: s.reward, components: { ...s.components } };
+          const factor = fluencyFactor(completions, opts.fluency_guard);
           return { reward: s.reward * factor, components: { ...s.components, fluency_factor: factor } };
         },
       };
@@ -184,7 +169,8 @@ function faithfulnessColumns(episodes: readonly EpisodeResult[], posts: readonly
 }
 
 /** TLDR: summarise a post as a concise (agent 1) and a detailed (agent 2) summary. */
-export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrItem> {
+export function tldrEnvironment(options: TldrOptions = {}): Environment<TldrItem> {
+  const opts = readOptions(TldrOptionsSchema, options, 'tldr');
   const kind = styled<TldrItem>(
     {
       name: 'tldr',
@@ -196,7 +182,7 @@ export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrI
       levels: tldrLevels,
       prompts: TLDR_BASELINE_PROMPTS,
     },
-    opts.promptStyle,
+    opts.prompt_style,
     TLDR_COMPLETION,
   );
   return writingEnvironment(kind, opts);
@@ -207,8 +193,9 @@ export function tldrEnvironment(opts: WritingEnvOptions = {}): Environment<TldrI
  * methodology and implications. `version` picks the reward's L2 band: 'paper' (default, the
  * paper-era 1.0–1.3 optimum) or 'latest' (1.3–1.6, changed 2025-12-31).
  */
-export function arxivEnvironment(opts: WritingEnvOptions & { version?: ArxivVersion } = {}): Environment<ArxivItem> {
-  const version = opts.version ?? 'paper';
+export function arxivEnvironment(options: ArxivOptions = {}): Environment<ArxivItem> {
+  const opts = readOptions(ArxivOptionsSchema, options, 'arxiv');
+  const { version } = opts;
   const kind = styled<ArxivItem>(
     {
       name: 'arxiv',
@@ -220,7 +207,7 @@ export function arxivEnvironment(opts: WritingEnvOptions & { version?: ArxivVers
       levels: (c1, c2) => arxivLevels(c1, c2, { version }),
       prompts: ARXIV_BASELINE_PROMPTS,
     },
-    opts.promptStyle,
+    opts.prompt_style,
     ARXIV_COMPLETION,
   );
   return writingEnvironment(kind, opts);

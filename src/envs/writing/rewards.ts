@@ -11,6 +11,7 @@
  * "Passed" is the band test, not a positive value: r = 1.1 (TLDR) scores L2 = 0 and goes on. Each
  * band is written in the source's own arithmetic order so results match it to the last bit.
  */
+import type { ArxivVersion } from './options.js';
 import { charLength, jaccard, tokenCount, transitionCategories, transitionScale, uniqueWordCount } from './text-stats.js';
 
 /** Reward components, logged by the trainer as `turn_1/reward/<name>`. */
@@ -43,9 +44,6 @@ export interface WritingLevels {
   transition: number;
   jaccard: number;
 }
-
-/** arXiv L2 band: 'paper' = the paper-era code (@3198dc9), 'latest' = the 2025-12-31 change. */
-export type ArxivVersion = 'latest' | 'paper';
 
 interface LevelSpec {
   tokens: readonly [number, number];

@@ -42,7 +42,7 @@ describe('code-completion prompts', () => {
 describe('the environment in code style', () => {
   it('rebuilds opening + completion: the canonical split scores as the full solution does', async () => {
     const sandbox = new PythonSandbox({ concurrency: 2 });
-    const code = coopPythonEnvironment({ sandbox, promptStyle: 'code' }).task();
+    const code = coopPythonEnvironment({ sandbox, prompt_style: 'code' }).task();
     const instruct = coopPythonEnvironment({ sandbox }).task();
     assert.equal(code.transition, undefined);
     assert.ok(instruct.transition);

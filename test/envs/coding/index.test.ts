@@ -48,7 +48,7 @@ describe('environments', () => {
   });
 
   it("prompt_style chat: the paper's prompts and later turns' feedback prompts are the user turn, rendered with the generation prompt", async () => {
-    const task = humanevalEnvironment({ sandbox, promptStyle: 'chat' }).task({ train: [item] });
+    const task = humanevalEnvironment({ sandbox, prompt_style: 'chat' }).task({ train: [item] });
     const [fa, fm] = task.formatters as Formatter<CodingItem>[];
     const user = (content: string) => [{ role: 'user', content }];
     assert.deepEqual(fa(item), user(auxPrompt(item)));
@@ -57,7 +57,7 @@ describe('environments', () => {
     assert.ok(task.transition, 'chat teams play the feedback turns as instruct teams do');
     const tokenizer = TextTokenizer.fromDir(join(import.meta.dirname, '../../fixtures/models/tiny-qwen2'));
     assert.equal(tokenizer.renderPrompt(fa(item)), `<|im_start|>user\n${auxPrompt(item)}<|im_end|>\n<|im_start|>assistant\n`);
-    const single = humanevalEnvironment({ sandbox, promptStyle: 'chat', numAgents: 1 }).task({ train: [item] });
+    const single = humanevalEnvironment({ sandbox, prompt_style: 'chat', num_agents: 1 }).task({ train: [item] });
     assert.deepEqual((single.formatters as Formatter<CodingItem>[])[0](item), user(singleAgentPrompt(item)));
     const entry = envEntry('coop-python');
     assert.ok(entry);
@@ -65,21 +65,21 @@ describe('environments', () => {
     assert.deepEqual(formattersFor(env.task({ train: [item], eval: [] }), 2)[1](item), user(mainPrompt(item)));
   });
 
-  it('the task reward scores [aux, main]; numAgents 1 scores [main] with aux = ""', async () => {
+  it('the task reward scores [aux, main]; num_agents 1 scores [main] with aux = ""', async () => {
     const two = humanevalEnvironment({ sandbox }).task({ train: [item] });
     const r2 = await (two.reward as RewardFn<CodingItem>)({ completions: [AUX, MAIN], prompts: ['', ''], item, turn: 0 });
     assert.deepEqual(r2, { reward: 4, components: { structure: 1, syntax: 0.5, tests: 1, cooperation: 1.5, penalty: 0 } });
-    const single = humanevalEnvironment({ sandbox, numAgents: 1 });
+    const single = humanevalEnvironment({ sandbox, num_agents: 1 });
     const one = single.task({ train: [item] });
     assert.equal((one.formatters as Formatter<CodingItem>[])[0](item), singleAgentPrompt(item));
     const r1 = await (one.reward as RewardFn<CodingItem>)({ completions: ['def f(x): return x + 1'], prompts: [''], item, turn: 0 });
     assert.equal(typeof r1 === 'number' ? r1 : r1.reward, 2.1);
   });
 
-  it('reward options reach the reward: auxPenalty off keeps a standalone aux() call unpunished', async () => {
+  it('reward options reach the reward: aux_penalty off keeps a standalone aux() call unpunished', async () => {
     const main = 'def f(x):\n    aux(x)\n    return x + 1';
     const score = async (auxPenalty: 'off' | 'fixed') => {
-      const task = humanevalEnvironment({ sandbox, reward: { auxPenalty } }).task({ train: [item] });
+      const task = humanevalEnvironment({ sandbox, aux_penalty: auxPenalty }).task({ train: [item] });
       const r = await (task.reward as RewardFn<CodingItem>)({ completions: [AUX, main], prompts: ['', ''], item, turn: 0 });
       return typeof r === 'number' ? r : r.reward;
     };
@@ -125,7 +125,7 @@ describe('MAGRPO, two turns with level_feedback', () => {
   });
 
   it('a run over 2 items with G = 2 completes, logs every reward component per turn and feeds diagnostics to turn 2', async () => {
-    const env = coopPythonEnvironment({ sandbox, feedback: { mode: 'level_feedback' } });
+    const env = coopPythonEnvironment({ sandbox, feedback_mode: 'level_feedback' });
     const task = env.task({ train: [item, { ...item, task_id: 'T/1' }], eval: [] });
     const sink = new MemorySink();
     const roots: TreeNode[] = [];

@@ -44,15 +44,15 @@ describe('writing completion prompts', () => {
   it('the environments use them when asked, and keep the paper prompts by default', () => {
     const item = { prompt: POST };
     const paper = tldrEnvironment().task({ train: [item], eval: [] });
-    const base = tldrEnvironment({ promptStyle: 'completion' }).task({ train: [item], eval: [] });
+    const base = tldrEnvironment({ prompt_style: 'completion' }).task({ train: [item], eval: [] });
     assert.match(promptOf(paper, 0, item) as string, /IMPORTANT INSTRUCTIONS/);
     assert.equal(promptOf(base, 0, item), `${POST}\n\nIn short,`);
     assert.equal(promptOf(base, 1, item), `${POST}\n\nIn other words,`);
-    const arxiv = arxivEnvironment({ promptStyle: 'completion' }).task({ train: [{ abstract_text: 'We study X.' }], eval: [] });
+    const arxiv = arxivEnvironment({ prompt_style: 'completion' }).task({ train: [{ abstract_text: 'We study X.' }], eval: [] });
     assert.equal(promptOf(arxiv, 0, { abstract_text: 'We study X.' }), 'We study X.\n\nBackground.');
     assert.throws(
-      () => tldrEnvironment({ promptStyle: 'dialogue' as 'completion' }),
-      /prompt_style: got "dialogue", expected "instruct", "chat" or "completion"/,
+      () => tldrEnvironment({ prompt_style: 'dialogue' as 'completion' }),
+      /invalid tldr options:\n {2}prompt_style: got "dialogue", expected one of "instruct", "chat", "completion"/,
     );
   });
 

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { fluencyFactor, type TldrItem, tldrEnvironment, tldrReward } from '../../../src/envs/writing/index.js';
 import type { RewardFn } from '../../../src/rl/task.js';
 
-const GUARD = { zeroAt: 0.5, fullAt: 0.85 };
+const GUARD = { zero_at: 0.5, full_at: 0.85 };
 const item: TldrItem = { prompt: 'SOURCE: test\n\nPOST: The whale rose beside the ship at dawn.\n\nTL;DR:' };
 const summary = 'A whale rose beside the ship at dawn and the crew watched it in silence.';
 const detail =
@@ -12,7 +12,7 @@ const detail =
 
 describe('fluency guard (env.options.fluency_guard)', () => {
   it('leaves fluent team outputs at the paper reward', async () => {
-    const env = tldrEnvironment({ fluencyGuard: GUARD });
+    const env = tldrEnvironment({ fluency_guard: GUARD });
     const r = (await (env.task().reward as RewardFn<TldrItem>)({ completions: [summary, detail], prompts: ['', ''], item, turn: 0 })) as {
       reward: number;
       components: Record<string, number>;
@@ -23,7 +23,7 @@ describe('fluency guard (env.options.fluency_guard)', () => {
   });
 
   it('takes the reward of letter soup and strings of initials to zero', async () => {
-    const env = tldrEnvironment({ fluencyGuard: GUARD });
+    const env = tldrEnvironment({ fluency_guard: GUARD });
     const reward = env.task().reward as RewardFn<TldrItem>;
     for (const hack of [
       'EDESE SOSUSSTESESERE AIS AIMOSECEESESE TESESE SOSE TRSTTNITTE OOCISOON COCIISUIS',
@@ -42,12 +42,12 @@ describe('fluency guard (env.options.fluency_guard)', () => {
     const f = (9 / 13 - 0.5) / 0.35;
     assert.ok(Math.abs(fluencyFactor([half, summary], GUARD) - f) < 1e-12);
     assert.ok(Math.abs(fluencyFactor([half, half], GUARD) - f * f) < 1e-12);
-    assert.equal(fluencyFactor([half], { zeroAt: 0, fullAt: 0.5 }), 1);
+    assert.equal(fluencyFactor([half], { zero_at: 0, full_at: 0.5 }), 1);
   });
 
   it('with a distinct-2 ramp, repeated phrases of real words lose their reward', () => {
     const loop = "I'll you. I don't you. I'll you? I don't you. I'll you. I'll do.";
-    const g = { ...GUARD, distinct2: { zeroAt: 0.7, fullAt: 0.95 } };
+    const g = { ...GUARD, distinct_2: { zero_at: 0.7, full_at: 0.95 } };
     // the trigram rule of word validity already costs the exact loop part of its letters …
     assert.ok(fluencyFactor([loop], GUARD) > 0.3, String(fluencyFactor([loop], GUARD)));
     // … and the distinct-2 ramp takes the rest
@@ -57,7 +57,7 @@ describe('fluency guard (env.options.fluency_guard)', () => {
 
   it('with a clause-length ramp, lists of fragments of real words lose their reward', () => {
     const list = 'the subject, a sort, the justice, the to come, the Government, in which,, such a completely, at a burn.';
-    const g = { ...GUARD, clauseLength: { zeroAt: 2, fullAt: 4 } };
+    const g = { ...GUARD, clause_length: { zero_at: 2, full_at: 4 } };
     assert.equal(fluencyFactor([list, detail], GUARD), 1, 'word validity alone passes it');
     assert.ok(Math.abs(fluencyFactor([list, detail], g) - (19 / 8 - 2) / 2) < 1e-12);
     assert.equal(fluencyFactor([summary, detail], g), 1);
@@ -74,7 +74,7 @@ describe('fluency guard (env.options.fluency_guard)', () => {
 
   it('evaluation metrics ignore the guard (the eval table keeps the paper reward)', () => {
     const plain = tldrEnvironment();
-    const guarded = tldrEnvironment({ fluencyGuard: GUARD });
+    const guarded = tldrEnvironment({ fluency_guard: GUARD });
     const episodes = [{ index: 0, completions: ['EDESE SOSE', detail], reward: 0, components: {}, responseSeconds: 0, outputTokens: 0 }];
     assert.equal(guarded.metrics(episodes, [item]).return, plain.metrics(episodes, [item]).return);
   });
@@ -84,7 +84,7 @@ describe('fluency guard: grammar ramp', () => {
   it('takes the reward of real words in no English order, and leaves English alone', () => {
     const chains = 'in this day, to th a time, and, and be filled and devourant, and in any moment,, in the time; and, and, did not.';
     const runOn = 'a jar is the only difference of the completely the was the first was the was suit of the terr was the he is still.';
-    const g = { ...GUARD, grammar: { zeroAt: 0.75, fullAt: 0.92 } };
+    const g = { ...GUARD, grammar: { zero_at: 0.75, full_at: 0.92 } };
     assert.equal(fluencyFactor([summary, detail], g), 1);
     for (const t of [chains, runOn]) {
       const wordsOnly = fluencyFactor([t, detail], GUARD);

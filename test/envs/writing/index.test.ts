@@ -99,8 +99,8 @@ describe('prompt_style: chat', () => {
         assert.deepEqual(tokenizer.promptIds(prompt), tokenizer.encode(text, { addSpecialTokens: false }));
       }
     };
-    check(tldrEnvironment({ promptStyle: 'chat' }), tldrItems[0], [tldrSummaryPrompt, tldrElaborationPrompt], tldrItems[0].prompt);
-    check(arxivEnvironment({ promptStyle: 'chat' }), arxivItems[0], [arxivBackgroundPrompt, arxivMethodsPrompt], arxivItems[0].abstract_text);
+    check(tldrEnvironment({ prompt_style: 'chat' }), tldrItems[0], [tldrSummaryPrompt, tldrElaborationPrompt], tldrItems[0].prompt);
+    check(arxivEnvironment({ prompt_style: 'chat' }), arxivItems[0], [arxivBackgroundPrompt, arxivMethodsPrompt], arxivItems[0].abstract_text);
   });
 
   it('every baseline sends the instruct prompts, each as the user turn', async () => {
@@ -116,7 +116,7 @@ describe('prompt_style: chat', () => {
       return prompts;
     };
     const instruct = await sent(tldrEnvironment());
-    const chat = await sent(tldrEnvironment({ promptStyle: 'chat' }));
+    const chat = await sent(tldrEnvironment({ prompt_style: 'chat' }));
     assert.equal(chat.length, 2 * (1 + 2 + 2 + 4));
     assert.deepEqual(
       chat,
@@ -158,7 +158,7 @@ describe('a short MAGRPO run through the trainer', () => {
 
   for (const [name, task] of [
     ['tldr', tldrEnvironment().task({ train: tldrItems, eval: [] })],
-    ['tldr, prompt_style chat', tldrEnvironment({ promptStyle: 'chat' }).task({ train: tldrItems, eval: [] })],
+    ['tldr, prompt_style chat', tldrEnvironment({ prompt_style: 'chat' }).task({ train: tldrItems, eval: [] })],
     ['arxiv', arxivEnvironment().task({ train: arxivItems, eval: [] })],
   ] as const) {
     it(`${name}: completes and logs turn_1/reward/<component> for every component`, async () => {
