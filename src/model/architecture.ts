@@ -51,6 +51,19 @@ export interface Architecture {
   };
 }
 
+/** The `<arch>.*` sizes every architecture writes (llama.cpp takes the vocabulary size from it when a file has no tokenizer). */
+export function sizeHyperparameters(arch: GgufArchitecture, c: ModelConfig): [string, GgufValue][] {
+  const u32 = (value: number) => ({ type: 'u32', value }) as const;
+  return [
+    [`${arch}.vocab_size`, u32(c.vocabSize)],
+    [`${arch}.context_length`, u32(c.maxPositions)],
+    [`${arch}.embedding_length`, u32(c.hiddenSize)],
+    [`${arch}.block_count`, u32(c.numLayers)],
+    [`${arch}.feed_forward_length`, u32(c.intermediateSize)],
+    [`${arch}.attention.head_count`, u32(c.numHeads)],
+  ];
+}
+
 /** Row-major [rows, cols] → [cols, rows]. */
 export function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(data.length);

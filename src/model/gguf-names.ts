@@ -6,9 +6,10 @@
  */
 /**
  * HF's rotate-half layout → llama.cpp's interleaved pairs for one projection's rows
- * (convert_hf_to_gguf.py `permute`: reshape(heads, 2, D/2, cols).swapaxes(1, 2)).
+ * (convert_hf_to_gguf.py `permute`: reshape(heads, 2, D/2, cols).swapaxes(1, 2)); with `inverse`,
+ * back again. Row j·D/2 + i of a head (HF) is row 2i + j (llama.cpp).
  */
-export function permuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
+export function permuteForRope(data: Float32Array, heads: number, cols: number, inverse = false): Float32Array {
   const rows = data.length / cols;
   const D = rows / heads;
   if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
@@ -16,28 +17,16 @@ export function permuteForRope(data: Float32Array, heads: number, cols: number):
   for (let h = 0; h < heads; h++)
     for (let i = 0; i < D / 2; i++)
       for (let j = 0; j < 2; j++) {
-        const src = (h * D + j * (D / 2) + i) * cols;
-        const dst = (h * D + i * 2 + j) * cols;
+        const hf = (h * D + j * (D / 2) + i) * cols;
+        const cpp = (h * D + i * 2 + j) * cols;
+        const [src, dst] = inverse ? [cpp, hf] : [hf, cpp];
         out.set(data.subarray(src, src + cols), dst);
       }
   return out;
 }
 
 /** The inverse of permuteForRope: llama.cpp's interleaved pairs back to HF's rotate-half rows. */
-export function unpermuteForRope(data: Float32Array, heads: number, cols: number): Float32Array {
-  const rows = data.length / cols;
-  const D = rows / heads;
-  if (!Number.isInteger(D) || D % 2 !== 0) throw new Error(`cannot permute ${rows} rows into ${heads} heads of even size`);
-  const out = new Float32Array(data.length);
-  for (let h = 0; h < heads; h++)
-    for (let i = 0; i < D / 2; i++)
-      for (let j = 0; j < 2; j++) {
-        const src = (h * D + i * 2 + j) * cols;
-        const dst = (h * D + j * (D / 2) + i) * cols;
-        out.set(data.subarray(src, src + cols), dst);
-      }
-  return out;
-}
+export const unpermuteForRope = (data: Float32Array, heads: number, cols: number): Float32Array => permuteForRope(data, heads, cols, true);
 
 /** llama.cpp's tensor names of one model family (gguf-py tensor_mapping.py). */
 export interface TensorNames {

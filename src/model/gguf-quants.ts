@@ -27,6 +27,7 @@
  *   element l of sub-block s
  * - Q6_K [ql 128][qh 64][scales i8 × 16][d f16]: 6-bit q - 32, scale per 16 elements
  */
+import { f16BitsTable } from './half.js';
 
 /** One ggml tensor type: elements per block and bytes per block (gguf-py GGML_QUANT_SIZES). */
 export interface GgmlType {
@@ -109,39 +110,12 @@ export function ggmlByteSize(type: number, nElements: number): number {
   return (nElements / t.blockSize) * t.typeSize;
 }
 
-// f16 bits -> f32 bits as numpy's astype(float32): exact for subnormals, inf, and NaN payloads
-// (signalling NaNs are not quieted), so F16 tensors are written through the Uint32 view.
-let f16Bits: Uint32Array | undefined;
 let f16Values: Float32Array | undefined;
 
-function f16Table(): Uint32Array {
-  if (f16Bits !== undefined) return f16Bits;
-  const bits = new Uint32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const sign = (h & 0x8000) << 16;
-    const exp = (h >>> 10) & 0x1f;
-    let mant = h & 0x3ff;
-    if (exp === 0x1f) bits[h] = sign | 0x7f800000 | (mant << 13);
-    else if (exp !== 0) bits[h] = sign | ((exp + 112) << 23) | (mant << 13);
-    else if (mant === 0) bits[h] = sign;
-    else {
-      // subnormal: normalise the mantissa, 2^-14 · mant/1024 = 2^(e-127) · 1.m
-      let e = 113;
-      while ((mant & 0x400) === 0) {
-        mant <<= 1;
-        e--;
-      }
-      bits[h] = sign | (e << 23) | ((mant & 0x3ff) << 13);
-    }
-  }
-  f16Bits = bits;
-  f16Values = new Float32Array(bits.buffer);
-  return bits;
-}
-
+/** The f16 table as f32 values, for scales (finite in any block worth decoding). */
 function f16Scales(): Float32Array {
-  f16Table();
-  return f16Values!;
+  f16Values ??= new Float32Array(f16BitsTable().buffer);
+  return f16Values;
 }
 
 type Kernel = (b: Uint8Array, nBlocks: number, out: Float32Array) => void;
@@ -153,7 +127,7 @@ function f32(b: Uint8Array, n: number, out: Float32Array): void {
 }
 
 function f16(b: Uint8Array, n: number, out: Float32Array): void {
-  const table = f16Table();
+  const table = f16BitsTable();
   const o32 = new Uint32Array(out.buffer, out.byteOffset, n);
   for (let i = 0; i < n; i++) o32[i] = table[b[2 * i] | (b[2 * i + 1] << 8)];
 }

@@ -7,10 +7,12 @@
  * Floats come back as Float32Array and integers as Int32Array: that is all the engine computes in.
  * Typed-array views assume a little-endian host, as every platform Node supports is.
  */
+
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeFileAtomic } from './atomic-write.js';
 import { CheckpointError } from './errors.js';
+import { f16ToF32 } from './half.js';
 
 export type FloatDtype = 'F64' | 'F32' | 'F16' | 'BF16';
 export type IntDtype = 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'BOOL';
@@ -164,30 +166,7 @@ export function f32ToBf16(values: Float32Array): Uint16Array {
   return out;
 }
 
-let f16Table: Float32Array | undefined;
-
-/** One lookup per element in a 65536-entry table (256 KiB, built once) covers subnormals, inf and NaN exactly. */
-export function f16ToF32(bits: Uint16Array): Float32Array {
-  f16Table ??= buildF16Table();
-  const table = f16Table;
-  const out = new Float32Array(bits.length);
-  for (let i = 0; i < bits.length; i++) out[i] = table[bits[i]];
-  return out;
-}
-
-function buildF16Table(): Float32Array {
-  const table = new Float32Array(65536);
-  const asBits = new Uint32Array(table.buffer);
-  for (let h = 0; h < 65536; h++) {
-    const sign = (h & 0x8000) << 16;
-    const exp = (h >>> 10) & 0x1f;
-    const mant = h & 0x3ff;
-    if (exp === 0x1f) asBits[h] = sign | 0x7f800000 | (mant << 13);
-    else if (exp !== 0) asBits[h] = sign | ((exp + 112) << 23) | (mant << 13);
-    else table[h] = (sign ? -1 : 1) * mant * 2 ** -24; // zero and subnormals are exact in f32
-  }
-  return table;
-}
+export { f16ToF32 };
 
 /** Round-to-nearest-even; overflow -> ±inf, underflow -> f16 subnormals or ±0, NaN stays quiet NaN. */
 export function f32ToF16(values: Float32Array): Uint16Array {

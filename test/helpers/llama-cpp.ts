@@ -5,26 +5,34 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 
-const SCRIPT = `
+/**
+ * Loads the model of argv[1] quietly and defines context(n_ctx, n_batch, threads, f32_kv). No
+ * repacked weight buffers: on CPUs with AMX, llama-cpp-python 0.3.36's AMX kernels for quantized
+ * weights die with SIGILL (an AMX tile used unconfigured); the plain CPU kernels do the same maths.
+ * An F32 KV cache turns flash attention off: with it on, an F32 cache alone changed no logit.
+ */
+const PREAMBLE = `
 import ctypes, json, sys
 import llama_cpp as L
 import numpy as np
 keep = L.llama_log_callback(lambda level, text, user: None)
 L.llama_log_set(keep, ctypes.c_void_p(0))
 L.llama_backend_init()
-ids, new, f32_kv = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 mp = L.llama_model_default_params()
-# No repacked weight buffers: on CPUs with AMX, llama.cpp's AMX kernels for quantized weights die
-# with SIGILL (an AMX tile used unconfigured) in 0.3.36; the plain CPU kernels do the same maths.
 mp.use_extra_bufts = False
 model = L.llama_model_load_from_file(sys.argv[1].encode(), mp)
 assert model, "load failed"
-p = L.llama_context_default_params()
-p.n_ctx, p.n_batch, p.n_threads, p.n_threads_batch = len(ids) + new, len(ids), 1, 1
-if f32_kv:
-    p.type_k = p.type_v = 0  # GGML_TYPE_F32
-    p.flash_attn_type = 0  # off: with flash attention, an F32 cache alone changed no logit here
-ctx = L.llama_init_from_model(model, p)
+def context(n_ctx, n_batch, threads, f32_kv):
+    p = L.llama_context_default_params()
+    p.n_ctx, p.n_batch, p.n_ubatch, p.n_threads, p.n_threads_batch = n_ctx, n_batch, n_batch, threads, threads
+    if f32_kv:
+        p.type_k = p.type_v = 0  # GGML_TYPE_F32
+        p.flash_attn_type = 0
+    return L.llama_init_from_model(model, p)`;
+
+const SCRIPT = `${PREAMBLE}
+ids, new, f32_kv = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+ctx = context(len(ids) + new, len(ids), 1, f32_kv)
 V = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 def decode(tokens, start):
     b = L.llama_batch_init(len(tokens), 0, 1)
@@ -76,23 +84,9 @@ export function llamaTokenize(python: string, file: string, texts: string[]): nu
   return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '[]');
 }
 
-const LOGPROBS = `
-import ctypes, json, sys
-import llama_cpp as L
-import numpy as np
-keep = L.llama_log_callback(lambda level, text, user: None)
-L.llama_log_set(keep, ctypes.c_void_p(0))
-L.llama_backend_init()
+const LOGPROBS = `${PREAMBLE}
 ids, start, f32_kv = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
-mp = L.llama_model_default_params()
-mp.use_extra_bufts = False  # see SCRIPT
-model = L.llama_model_load_from_file(sys.argv[1].encode(), mp)
-p = L.llama_context_default_params()
-p.n_ctx, p.n_batch, p.n_ubatch, p.n_threads, p.n_threads_batch = len(ids), len(ids), len(ids), 2, 2
-if f32_kv:
-    p.type_k = p.type_v = 0
-    p.flash_attn_type = 0
-ctx = L.llama_init_from_model(model, p)
+ctx = context(len(ids), len(ids), 2, f32_kv)
 V = L.llama_vocab_n_tokens(L.llama_model_get_vocab(model))
 b = L.llama_batch_init(len(ids), 0, 1)
 for i, t in enumerate(ids):

@@ -4,7 +4,7 @@
  * the tied head as `output.weight`, a copy of `token_embd`, as the converter wrote before llama.cpp
  * #12456 (March 2025): older llama.cpp refuses a GPT-2 file without it, newer ones take either.
  */
-import { type Architecture, f32Decimal, transpose } from '../architecture.js';
+import { type Architecture, f32Decimal, sizeHyperparameters, transpose } from '../architecture.js';
 import type { Gpt2Config } from '../config.js';
 import { metaNumber, required } from '../gguf-file.js';
 import { Gpt2Model } from '../gpt2.js';
@@ -44,19 +44,10 @@ export const gpt2: Architecture = {
       return conv1d(name) ? { shape: [shape[1], shape[0]], data: transpose(data, shape[0], shape[1]) } : { shape, data };
     },
     droppable: ['output.weight'],
-    hyperparameters(arch, config) {
-      const u32 = (value: number) => ({ type: 'u32', value }) as const;
-      const c = config as Gpt2Config;
-      return [
-        [`${arch}.vocab_size`, u32(c.vocabSize)],
-        [`${arch}.context_length`, u32(c.maxPositions)],
-        [`${arch}.embedding_length`, u32(c.hiddenSize)],
-        [`${arch}.block_count`, u32(c.numLayers)],
-        [`${arch}.feed_forward_length`, u32(c.intermediateSize)],
-        [`${arch}.attention.head_count`, u32(c.numHeads)],
-        [`${arch}.attention.layer_norm_epsilon`, { type: 'f32', value: c.layerNormEps }],
-      ];
-    },
+    hyperparameters: (arch, config) => [
+      ...sizeHyperparameters(arch, config),
+      [`${arch}.attention.layer_norm_epsilon`, { type: 'f32', value: (config as Gpt2Config).layerNormEps }],
+    ],
     hfConfig(g, arch) {
       const need = (key: string) => required(g, `${arch}.${key}`, metaNumber(g, `${arch}.${key}`));
       return {

@@ -3,7 +3,7 @@
  * GGUF: llama.cpp's `llama` permutes Q/K rows (its rope pairs 2i with 2i + 1, HF's i with i + D/2);
  * its `qwen2` keeps HF's layout (NeoX-style rope) and has q/k/v biases.
  */
-import { type Architecture, f32Decimal } from '../architecture.js';
+import { type Architecture, f32Decimal, sizeHyperparameters } from '../architecture.js';
 import type { LlamaConfig } from '../config.js';
 import { CheckpointError } from '../errors.js';
 import { metaNumber, metaString, required } from '../gguf-file.js';
@@ -66,12 +66,7 @@ export const llama: Architecture = {
       const f32 = (value: number) => ({ type: 'f32', value }) as const;
       const c = config as LlamaConfig;
       const meta: [string, GgufValue][] = [
-        [`${arch}.vocab_size`, u32(c.vocabSize)],
-        [`${arch}.context_length`, u32(c.maxPositions)],
-        [`${arch}.embedding_length`, u32(c.hiddenSize)],
-        [`${arch}.block_count`, u32(c.numLayers)],
-        [`${arch}.feed_forward_length`, u32(c.intermediateSize)],
-        [`${arch}.attention.head_count`, u32(c.numHeads)],
+        ...sizeHyperparameters(arch, c),
         [`${arch}.attention.head_count_kv`, u32(c.numKvHeads)],
         [`${arch}.rope.freq_base`, f32(c.ropeTheta)],
         [`${arch}.rope.dimension_count`, u32(c.headDim)],
