@@ -1,13 +1,13 @@
 /**
- * Runs a team of language models (trained or not) on an environment's eval items, single path
- * per episode like the trainer's evaluation, but timed and token-counted for the eval table.
- * Agents of one turn are sampled back to back; response time counts the slowest agent of each
- * turn (agents are assumed to run in parallel, as in the paper's timing).
+ * Runs a team of language models (trained or not) on an environment's eval items through the
+ * episode runner of the trainer's evaluation (rl/evaluate.ts runEpisodes), timed and
+ * token-counted for the eval table. Agents of one turn are sampled back to back; response time
+ * counts the slowest agent of each turn (agents are assumed to run in parallel, as in the
+ * paper's timing).
  */
 import type { LanguageModel } from '../model/pretrained.js';
-import { resolveConfig } from '../rl/config.js';
-import { callTransition, computeReward, formatPrompt, type RolloutContext } from '../rl/rollout.js';
-import { formattersFor, promptText, type Task } from '../rl/task.js';
+import { runEpisodes } from '../rl/evaluate.js';
+import { formattersFor, type Task } from '../rl/task.js';
 import type { EpisodeResult, InferenceSampling } from './environment.js';
 
 export async function runTeam<Item>(
@@ -17,22 +17,14 @@ export async function runTeam<Item>(
   sampling: InferenceSampling,
   numTurns = 1,
 ): Promise<EpisodeResult[]> {
-  const N = models.length;
-  const ctx: RolloutContext<Item> = {
-    task,
-    config: resolveConfig({ num_agents: N, num_turns: numTurns, external_prompt_passthrough: false }),
-    agents: [],
-    formatters: formattersFor(task, N),
-    itemIndex: 0,
-  };
-  const results: EpisodeResult[] = items.map((_, index) => ({ index, completions: [], reward: 0, components: {}, responseSeconds: 0, outputTokens: 0 }));
-  let raw: (string | null)[][] = items.map(() => new Array<string | null>(N).fill(null));
-  const promptHist = items.map(() => Array.from({ length: N }, () => [] as string[]));
-  const respHist = items.map(() => Array.from({ length: N }, () => [] as string[]));
-  for (let turn = 0; turn < numTurns; turn++) {
-    const prompts = items.map((item, e) => raw[e].map((r, i) => formatPrompt({ ...ctx, itemIndex: e }, i, item, r)));
+  const outputTokens = items.map(() => 0);
+  let responseSeconds = 0;
+  // No trainer config here: later turns' prompts go through the formatters, and the reward is the task's alone.
+  const ctx = { task, formatters: formattersFor(task, models.length), config: { external_prompt_passthrough: false, reward_processor: null }, itemIndex: 0 };
+  const specs = items.map((item, index) => ({ item, index, sample: 0 }));
+  const episodes = await runEpisodes(ctx, specs, numTurns, async (prompts, turn) => {
     const perAgentSeconds: number[] = [];
-    const texts: string[][] = items.map(() => []);
+    const texts: string[][] = prompts.map(() => []);
     for (const [i, lm] of models.entries()) {
       const t0 = performance.now();
       const out = lm.sample(
@@ -42,32 +34,23 @@ export async function runTeam<Item>(
       perAgentSeconds.push((performance.now() - t0) / 1000 / Math.max(1, items.length));
       for (const [e, s] of out.entries()) {
         texts[e][i] = s.text;
-        results[e].outputTokens += s.completionIds.length;
+        outputTokens[e] += s.completionIds.length;
       }
     }
-    const turnSeconds = Math.max(...perAgentSeconds);
-    const promptTexts = prompts.map((p) => p.map(promptText));
-    const scored = await Promise.all(
-      items.map((item, e) => computeReward({ ...ctx, itemIndex: e }, { completions: texts[e], prompts: promptTexts[e], item, turn })),
-    );
-    for (const [e, r] of results.entries()) {
-      r.completions = texts[e];
-      r.reward = scored[e].reward;
-      r.components = scored[e].components;
-      r.responseSeconds += turnSeconds;
-    }
-    if (turn === numTurns - 1) break;
-    raw = await Promise.all(
-      items.map(async (item, e) => {
-        for (let i = 0; i < N; i++) {
-          promptHist[e][i].push(raw[e][i] ?? promptTexts[e][i]);
-          respHist[e][i].push(texts[e][i]);
-        }
-        return callTransition({ ...ctx, itemIndex: e }, item, turn, texts[e], promptHist[e], respHist[e]);
-      }),
-    );
-  }
-  return results;
+    responseSeconds += Math.max(...perAgentSeconds);
+    return texts;
+  });
+  return episodes.map((ep) => {
+    const last = ep.turns[ep.turns.length - 1];
+    return {
+      index: ep.index,
+      completions: last.completions,
+      reward: last.reward,
+      components: last.components,
+      responseSeconds,
+      outputTokens: outputTokens[ep.index],
+    };
+  });
 }
 
 /**

@@ -1,55 +1,50 @@
 /**
- * Evaluation episodes (CoMLRL `evaluate`, comlrl/trainers/reinforce/magrpo.py): single path per episode, one completion per agent per turn,
- * the transition between turns, no early termination. All episodes of a turn are sampled in one
- * batch per agent. Metrics: eval/turn_k/reward_mean, eval/turn_k/expected_return (Σ of this and
- * later turns' rewards), per-component means, and the task's own eval hook under eval/.
+ * Single-path episodes (CoMLRL `evaluate`, comlrl/trainers/reinforce/magrpo.py): one completion per
+ * agent per turn, the transition between turns, no early termination. `runEpisodes` is the loop,
+ * shared by the trainer's evaluation (below) and the team runner of baselines and `magrpo eval`
+ * (envs/run.ts); each brings its own sampler. All episodes of a turn are sampled together.
+ *
+ * Evaluation metrics: eval/turn_k/reward_mean, eval/turn_k/expected_return (Σ of this and later
+ * turns' rewards), per-component means, and the task's own eval hook under eval/.
  */
 
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 import { forEachAgent } from './agent-pool.js';
 import { type GroupFluency, groupFluency, meanFluency } from './fluency.js';
-import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams } from './rollout.js';
-import { type EvalEpisode, promptText } from './task.js';
+import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams, type TaskContext } from './rollout.js';
+import { type EvalEpisode, type Prompt, promptText } from './task.js';
 
-export async function evaluate<Item>(
-  ctx: RolloutContext<Item>,
-  items: readonly Item[],
-): Promise<{ metrics: Record<string, number>; episodes: EvalEpisode<Item>[] }> {
-  const { config } = ctx;
-  const N = ctx.agents.length;
-  const T = config.num_turns;
-  const episodes: EvalEpisode<Item>[] = [];
-  for (const [index, item] of items.entries())
-    for (let sample = 0; sample < config.eval_samples_per_item; sample++) episodes.push({ item, index, sample, turns: [] });
-  if (episodes.length === 0) return { metrics: {}, episodes };
+/** One completion text per agent for each episode's prompts (`prompts[episode][agent]`), as `[episode][agent]`. */
+export type TurnSampler = (prompts: Prompt[][], turn: number) => Promise<string[][]>;
 
-  const params = samplingParams(config, config.eval_sampling === 'greedy');
+/**
+ * Plays `numTurns` turns of each episode: prompts from the formatters (later turns from the
+ * transition's prompts), one sampler call per turn for every episode, the joint reward of each
+ * turn. Returns the episodes with their turns.
+ */
+export async function runEpisodes<Item>(
+  ctx: TaskContext<Item>,
+  specs: readonly Omit<EvalEpisode<Item>, 'turns'>[],
+  numTurns: number,
+  sample: TurnSampler,
+): Promise<EvalEpisode<Item>[]> {
+  const N = ctx.formatters.length;
+  const episodes: EvalEpisode<Item>[] = specs.map((s) => ({ ...s, turns: [] }));
+  if (episodes.length === 0) return episodes;
   let raw: (string | null)[][] = episodes.map(() => new Array<string | null>(N).fill(null));
   const promptHist = episodes.map(() => Array.from({ length: N }, () => [] as string[]));
   const respHist = episodes.map(() => Array.from({ length: N }, () => [] as string[]));
-  const fluency: GroupFluency[][] = Array.from({ length: N }, () => []);
-
-  for (let turn = 0; turn < T; turn++) {
+  for (let turn = 0; turn < numTurns; turn++) {
     const prompts = episodes.map((ep, e) => raw[e].map((r, i) => formatPrompt({ ...ctx, itemIndex: ep.index }, i, ep.item, r)));
-    const sampled = await forEachAgent(ctx.agents, (a) =>
-      a.sample(
-        prompts.map((p) => ({ prompt: p[a.index], n: 1 })),
-        params,
-      ),
-    );
-    const completions = episodes.map((_, e) => sampled.map((groups) => groups[e].completions[0].text));
+    const completions = await sample(prompts, turn);
     const texts = prompts.map((p) => p.map(promptText));
-    if (config.fluency_metrics)
-      sampled.forEach((groups: SampledGroup[], i) => {
-        for (const g of groups) fluency[i].push(groupFluency(g, ctx.task.outputKind !== 'code'));
-      });
     const scored = await Promise.all(
       episodes.map((ep, e) => computeReward({ ...ctx, itemIndex: ep.index }, { completions: completions[e], prompts: texts[e], item: ep.item, turn })),
     );
     for (const [e, ep] of episodes.entries())
       ep.turns.push({ prompts: texts[e], completions: completions[e], reward: scored[e].reward, components: scored[e].components });
-    if (turn === T - 1) break;
+    if (turn === numTurns - 1) break;
     raw = await Promise.all(
       episodes.map(async (ep, e) => {
         for (let i = 0; i < N; i++) {
@@ -60,9 +55,36 @@ export async function evaluate<Item>(
       }),
     );
   }
+  return episodes;
+}
+
+/** The trainer's evaluation: eval_samples_per_item episodes per item, sampled by the agents in one batch per agent. */
+export async function evaluate<Item>(
+  ctx: RolloutContext<Item>,
+  items: readonly Item[],
+): Promise<{ metrics: Record<string, number>; episodes: EvalEpisode<Item>[] }> {
+  const { config } = ctx;
+  const specs: Omit<EvalEpisode<Item>, 'turns'>[] = [];
+  for (const [index, item] of items.entries()) for (let sample = 0; sample < config.eval_samples_per_item; sample++) specs.push({ item, index, sample });
+  const params = samplingParams(config, config.eval_sampling === 'greedy');
+  const fluency: GroupFluency[][] = ctx.agents.map(() => []);
+  const episodes = await runEpisodes(ctx, specs, config.num_turns, async (prompts) => {
+    const sampled = await forEachAgent(ctx.agents, (a) =>
+      a.sample(
+        prompts.map((p) => ({ prompt: p[a.index], n: 1 })),
+        params,
+      ),
+    );
+    if (config.fluency_metrics)
+      sampled.forEach((groups: SampledGroup[], i) => {
+        for (const g of groups) fluency[i].push(groupFluency(g, ctx.task.outputKind !== 'code'));
+      });
+    return prompts.map((_, e) => sampled.map((groups) => groups[e].completions[0].text));
+  });
+  if (episodes.length === 0) return { metrics: {}, episodes };
 
   const metrics: Record<string, number> = {};
-  for (let t = 0; t < T; t++) {
+  for (let t = 0; t < config.num_turns; t++) {
     metrics[`eval/turn_${t + 1}/reward_mean`] = mean(episodes.map((ep) => ep.turns[t].reward));
     metrics[`eval/turn_${t + 1}/expected_return`] = mean(episodes.map((ep) => ep.turns.slice(t).reduce((s, x) => s + x.reward, 0)));
     const names = new Set(episodes.flatMap((ep) => Object.keys(ep.turns[t].components)));

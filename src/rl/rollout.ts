@@ -36,13 +36,22 @@ export interface TreeNode {
   responseHistory: string[][];
 }
 
-export interface RolloutContext<Item> {
+/**
+ * What prompts, rewards and transitions read (formatPrompt, computeReward, callTransition): the
+ * task, one formatter per agent, and the two trainer keys that change them.
+ */
+export interface TaskContext<Item> {
   task: Task<Item>;
-  config: MagrpoConfig;
-  agents: AgentHandle[];
+  /** One per agent: their number is the number of agents. */
   formatters: Formatter<Item>[];
+  config: Pick<MagrpoConfig, 'external_prompt_passthrough' | 'reward_processor'>;
   /** Item index within the dataset (for error messages). */
   itemIndex: number;
+}
+
+export interface RolloutContext<Item> extends TaskContext<Item> {
+  config: MagrpoConfig;
+  agents: AgentHandle[];
 }
 
 export interface RolloutTimings {
@@ -59,7 +68,7 @@ export function samplingParams(c: MagrpoConfig, greedy = false): SamplingParams 
  * A formatter that throws or returns anything but a string or a list of {role, content} messages
  * is a TaskError naming it and the item.
  */
-export function formatPrompt<Item>(ctx: RolloutContext<Item>, agent: number, item: Item, external: string | null): Prompt {
+export function formatPrompt<Item>(ctx: TaskContext<Item>, agent: number, item: Item, external: string | null): Prompt {
   if (external !== null && ctx.config.external_prompt_passthrough) return external;
   // As the reference: later turns' formatters see a copy of the item whose `prompt` is the external prompt.
   const arg =
@@ -93,8 +102,8 @@ function describe(v: unknown): string {
 export const DEFAULT_CALLBACK_TIMEOUT_S = 600;
 
 /** Awaits a callback's result, turning a throw, or no answer within the task's timeout, into a TaskError. */
-async function settle<T>(ctx: RolloutContext<unknown>, name: string, where: string, f: () => T | Promise<T>): Promise<T> {
-  const seconds = ctx.task.callbackTimeoutSeconds ?? DEFAULT_CALLBACK_TIMEOUT_S;
+async function settle<T>(task: Pick<Task<unknown>, 'callbackTimeoutSeconds'>, name: string, where: string, f: () => T | Promise<T>): Promise<T> {
+  const seconds = task.callbackTimeoutSeconds ?? DEFAULT_CALLBACK_TIMEOUT_S;
   let timer: NodeJS.Timeout | undefined;
   try {
     // A synchronous loop never reaches the timer below: the watchdog stops the process instead.
@@ -209,12 +218,9 @@ async function scoreNode<Item>(ctx: RolloutContext<Item>, item: Item, node: Tree
  * config's reward_processor, then the task's processor. A throw or a non-finite value is an
  * error naming the callback, the item and the turn.
  */
-export async function computeReward<Item>(
-  ctx: RolloutContext<Item>,
-  input: RewardInput<Item>,
-): Promise<{ reward: number; components: Record<string, number> }> {
+export async function computeReward<Item>(ctx: TaskContext<Item>, input: RewardInput<Item>): Promise<{ reward: number; components: Record<string, number> }> {
   const where = `item ${ctx.itemIndex}, turn ${input.turn}`;
-  const call = <T>(name: string, f: () => T | Promise<T>): Promise<T> => settle(ctx as RolloutContext<unknown>, name, where, f);
+  const call = <T>(name: string, f: () => T | Promise<T>): Promise<T> => settle(ctx.task, name, where, f);
   let reward: number;
   let components: Record<string, number> = {};
   const r = ctx.task.reward;
@@ -254,7 +260,7 @@ export async function computeReward<Item>(
 }
 
 export async function callTransition<Item>(
-  ctx: RolloutContext<Item>,
+  ctx: TaskContext<Item>,
   item: Item,
   turn: number,
   completions: string[],
@@ -263,9 +269,9 @@ export async function callTransition<Item>(
 ): Promise<string[]> {
   const transition = ctx.task.transition;
   if (!transition) throw new TaskError('transition', 'num_turns > 1 needs a transition');
-  const N = ctx.config.num_agents;
+  const N = ctx.formatters.length;
   const original = (item as { prompt?: unknown } | null)?.prompt;
-  const out: unknown = await settle(ctx as RolloutContext<unknown>, 'transition', `item ${ctx.itemIndex}, turn ${turn}`, () =>
+  const out: unknown = await settle(ctx.task, 'transition', `item ${ctx.itemIndex}, turn ${turn}`, () =>
     transition({ prompt: typeof original === 'string' ? original : '', completions, numAgents: N, promptHistory, responseHistory, item, turn }),
   );
   if (!Array.isArray(out) || out.length !== N || out.some((p) => typeof p !== 'string')) {
