@@ -5,18 +5,9 @@ import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { ConfigError, MagrpoConfigSchema, resolveConfig } from '../../src/rl/config.js';
+import { configProblems as problems } from '../helpers/config-problems.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-
-function problems(input: Record<string, unknown>): string[] {
-  try {
-    resolveConfig(input);
-  } catch (e) {
-    assert.ok(e instanceof ConfigError, String(e));
-    return e.issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  assert.fail('expected a ConfigError');
-}
 
 function rejects(input: Record<string, unknown>, field: string) {
   assert.throws(

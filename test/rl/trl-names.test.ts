@@ -4,21 +4,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, resolveConfig } from '../../src/rl/config.js';
+import { resolveConfig } from '../../src/rl/config.js';
 import { TRL_ALIASES, TRL_WITHOUT_EQUIVALENT } from '../../src/rl/trl-names.js';
 import { ConfigFileError, loadRunConfig } from '../../src/run/config-file.js';
+import { configProblems as problems } from '../helpers/config-problems.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-
-function problems(input: Record<string, unknown>): string[] {
-  try {
-    resolveConfig(input);
-  } catch (e) {
-    assert.ok(e instanceof ConfigError, String(e));
-    return e.issues.map((i) => `${i.path}: ${i.message}`);
-  }
-  assert.fail('expected a ConfigError');
-}
 
 describe('TRL GRPOConfig names', () => {
   it('are rewritten to the magrpo keys of the same meaning', () => {
