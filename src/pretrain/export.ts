@@ -14,7 +14,7 @@ import { saveModel } from '../model/load.js';
 import { LanguageModel } from '../model/pretrained.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';
-import { meanTextFluency } from '../text/fluency.js';
+import { meanTextFluency } from '../text/fluency-measures.js';
 import type { PretrainState } from './checkpoint.js';
 import { CODE_STOP_STRINGS, type CodeEvalResult, evaluateCode } from './code-eval.js';
 import type { PretrainConfig } from './config.js';

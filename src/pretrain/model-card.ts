@@ -34,7 +34,7 @@ export interface EvalJson {
     perplexity: number;
   };
   code: Omit<CodeEvalResult, 'completions'> | null;
-  /** Fluency of sampled prose (src/text/fluency.ts), averaged over `samples` completions. */
+  /** Fluency of sampled prose (src/text/fluency-measures.ts), averaged over `samples` completions. */
   prose_fluency?: { samples: number; word_validity: number; distinct_2: number; repetition: number };
   /** Where training ran (cpu model, ISA, threads, backend). */
   machine?: Record<string, string | number>;
@@ -235,7 +235,7 @@ export function renderModelCard(x: ModelCardInput): string {
   const f = e.prose_fluency;
   if (f)
     lines.push(
-      `Fluency of ${f.samples} such prose completions (${PROSE_PER_PROMPT_NOTE}; src/text/fluency.ts): word validity ${pct(f.word_validity)} of letters in real words,`,
+      `Fluency of ${f.samples} such prose completions (${PROSE_PER_PROMPT_NOTE}; src/text/fluency-measures.ts): word validity ${pct(f.word_validity)} of letters in real words,`,
       `distinct-2 ${f.distinct_2.toFixed(3)}, repetition ${f.repetition.toFixed(3)}.`,
       '',
     );

@@ -11,7 +11,7 @@
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 import { forEachAgent } from './agent-pool.js';
-import { type GroupFluency, groupFluency, meanFluency } from './fluency.js';
+import { type GroupFluency, groupFluency, meanFluency } from './fluency-monitor.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams, type TaskContext } from './rollout.js';
 import { type EvalEpisode, type Prompt, promptText } from './task.js';
 

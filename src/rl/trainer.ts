@@ -21,7 +21,7 @@ import { fire, type TrainerCallback } from './callbacks.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
-import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency.js';
+import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency-monitor.js';
 import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { rolloutSpec } from './sampler.js';

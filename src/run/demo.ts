@@ -12,7 +12,7 @@ import { cpuInfo, isaSummary } from '../engine/cpu.js';
 import { backend } from '../engine/runtime.js';
 import { formatTable } from '../envs/run.js';
 import { lineChart, stackCharts, svgToPng } from '../plot/index.js';
-import { FLUENCY_METRICS } from '../rl/fluency.js';
+import { FLUENCY_METRICS } from '../rl/fluency-monitor.js';
 import { type EvalReport, evaluateTarget } from './evaluate.js';
 import { isQuiet } from './progress.js';
 import { RUN_FILES, readJsonl } from './run-dir.js';

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Baseline, Environment, EpisodeResult, InferenceSampling } from '../envs/environment.js';
-import { fluencyColumns } from '../envs/fluency.js';
+import { fluencyColumns } from '../envs/fluency-columns.js';
 import { runTeam } from '../envs/run.js';
 import { loadLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';

@@ -1,7 +1,7 @@
 /** Eval-table fluency columns for a baseline whose team size differs from the task's (single_agent of a 2-agent task). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fluencyColumns } from '../../src/envs/fluency.js';
+import { fluencyColumns } from '../../src/envs/fluency-columns.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import type { Task } from '../../src/rl/task.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';

@@ -11,7 +11,7 @@ import type { z } from 'zod';
 import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
 import { echo, FAITHFULNESS_METRICS, faithfulness, wordsOf } from '../../text/faithfulness.js';
-import { clauseLength, distinctN, wordValidity } from '../../text/fluency.js';
+import { clauseLength, distinctN, wordValidity } from '../../text/fluency-measures.js';
 import { grammarValidity } from '../../text/grammar.js';
 import { type Environment, type EpisodeResult, userTurn } from '../environment.js';
 import { readOptions } from '../options.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../src/engine/runtime.js';
-import { FLUENCY_WARNING, FluencyMonitor } from '../../src/rl/fluency.js';
+import { FLUENCY_WARNING, FluencyMonitor } from '../../src/rl/fluency-monitor.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';

@@ -4,7 +4,7 @@
  * rises while the text turns into letter soup or strings of initials).
  *
  *   ref_nll        mean per-token NLL of a completion under the frozen starting model
- *   word_validity  share of letters in real, non-degenerate words (prose tasks; src/text/fluency.ts)
+ *   word_validity  share of letters in real, non-degenerate words (prose tasks; src/text/fluency-measures.ts)
  *   grammar_validity share of function-word trigrams found in English prose (src/text/grammar.ts)
  *   distinct_2, repetition, clause_length (words per clause)
  *
@@ -12,7 +12,7 @@
  * 10 points below its starting value, grammar validity likewise, ref NLL more than 50% (and 0.25 nats) above it, or clauses less than half
  * as long (prose turned into lists of fragments).
  */
-import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
+import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency-measures.js';
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clauseLength, distinctN, repetitionRate, textFluency, validTokens, wordValidity } from '../../src/text/fluency.js';
+import { clauseLength, distinctN, repetitionRate, textFluency, validTokens, wordValidity } from '../../src/text/fluency-measures.js';
 
 const ENGLISH = "My girlfriend and I broke up last week because she didn't like my friends. I'm sad, but it's okay.";
 

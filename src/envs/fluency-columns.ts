@@ -5,7 +5,7 @@
  *
  *   ref_nll        mean per-token NLL under the starting model (the base model of that role),
  *                  of the completion re-tokenised after the role's turn-1 prompt
- *   word_validity, grammar_validity, distinct_2, repetition   (prose environments; src/text/fluency.ts), in %
+ *   word_validity, grammar_validity, distinct_2, repetition   (prose environments; src/text/fluency-measures.ts), in %
  *   clause_length  mean words per clause (prose environments), in words
  *
  * The table shows the worst role (highest NLL, lowest validity): hacking usually hits one agent;
@@ -15,7 +15,7 @@ import { noGrad } from '../engine/tensor.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { formattersFor, type Prompt, type Task } from '../rl/task.js';
-import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency.js';
+import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency-measures.js';
 import type { EpisodeResult } from './environment.js';
 
 /** Mean per-token NLL of `completion` after `prompt`; the prompt is left-truncated to fit. */
