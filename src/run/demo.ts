@@ -37,7 +37,19 @@ const TABLE_COLUMNS: Record<DemoEnv, string[]> = {
     'tokens',
   ],
   // A real model writes English: the columns ask whether it is about the post, copied or echoed.
-  'tldr-smollm2': ['return', 'structure', 'coherence', 'consistency', 'content_support', 'copied_8', 'echo', 'ref_nll', 'words/agent_0', 'words/agent_1', 'repetition'],
+  'tldr-smollm2': [
+    'return',
+    'structure',
+    'coherence',
+    'consistency',
+    'content_support',
+    'copied_8',
+    'echo',
+    'ref_nll',
+    'words/agent_0',
+    'words/agent_1',
+    'repetition',
+  ],
   'coop-python': ['return', 'structure', 'syntax', 'tests', 'cooperation', 'pass@1', 'response_s', 'output_tokens'],
 };
 

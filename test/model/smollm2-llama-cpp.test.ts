@@ -81,7 +81,7 @@ describe('SmolLM2-135M-Instruct GGUF: magrpo against llama.cpp', { skip }, () =>
       const theirs = llamaLogits(py, f32, ids, { newTokens: 32, f32Kv: true });
       assert.deepEqual(greedy[i].completionIds, theirs.greedy, `prompt ${i}: ${JSON.stringify(greedy[i].text)}`);
       const lps = llamaLogprobs(py, f32, [...ids, ...greedy[i].completionIds], ids.length, { f32Kv: true });
-      greedy[i].logprobs.forEach((lp, k) => assert.ok(Math.abs(lp - lps[k].lp) < 2e-3, `prompt ${i} token ${k}: ${lp} vs ${lps[k].lp}`));
+      for (const [k, lp] of greedy[i].logprobs.entries()) assert.ok(Math.abs(lp - lps[k].lp) < 2e-3, `prompt ${i} token ${k}: ${lp} vs ${lps[k].lp}`);
     }
   });
 
