@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Regenerates docs/benchmarks.md from the `magrpo bench --out` files under bench/results/, one
 // section per machine class (one file per class: bench/results/<machine class>.json), then the
-// `magrpo bench --step --out` files under bench/step/ as one section (one file per setup).
+// `magrpo bench --step --out` files under bench/step/ as one section (one file per setup). The
+// hand-written bench/engine-design.md (figures behind design choices) goes between the two.
 //   node scripts/bench-report.mjs            rewrite docs/benchmarks.md
 //   node scripts/bench-report.mjs --check    exit 1 when docs/benchmarks.md is out of date
 //   --results <dir> --out <file>             other input folder / output file
@@ -244,7 +245,7 @@ function stepSection(runs) {
     const split = r.rows.map((x) => `${x.phase} ${s2(x.kernel_s)} + ${s2(x.outside_s)}`).join('; ');
     p(
       `- ${name}: \`${r.command}\`${s.shared_prefill === false ? ' with MAGRPO_SHARED_PREFILL=0' : ''}, ${r.date.slice(0, 16).replace('T', ' ')}, ${r.machine.cpu}, ` +
-        `${s.threads} thread(s), load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}; ${s.shape}, ` +
+        `${s.threads} thread(s), load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}; ${s.model ?? s.shape}, ` +
         `${(s.params / 1e6).toFixed(1)} M parameters; items ${r.item_s.map(s2).join(', ')} s; ${r.tokens.completion.toFixed(0)} completion tokens per item. ` +
         `In kernels + outside (s per item): ${split}.`,
     );
@@ -313,7 +314,9 @@ const stepFiles = existsSync(stepDir)
       .sort()
   : [];
 const steps = stepFiles.length ? [stepSection(stepFiles.map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(stepDir, f), 'utf8'))]))] : [];
-const text = `${[head, ...(body.length ? body : ['No results yet.\n']), ...steps].join('\n')}`.replace(/\n+$/, '\n');
+const designFile = join(dirname(resultsDir), 'engine-design.md');
+const design = existsSync(designFile) ? [readFileSync(designFile, 'utf8')] : [];
+const text = `${[head, ...(body.length ? body : ['No results yet.\n']), ...design, ...steps].join('\n')}`.replace(/\n+$/, '\n');
 if (process.argv.includes('--check')) {
   const now = existsSync(target) ? readFileSync(target, 'utf8') : '';
   if (now !== text) {

@@ -93,7 +93,7 @@ export interface StepBenchReport {
   command: string;
   date: string;
   machine: { cpu: string; logical_cpus: number };
-  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number };
+  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number; shared_prefill: boolean };
   load_average: { before: number[]; after: number[] };
   /** Wall seconds of each timed item. */
   item_s: number[];
@@ -243,6 +243,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
           ...s,
           shape: random ? shapeLabel(s.shape) : 'the given model',
           params,
+          shared_prefill: process.env.MAGRPO_SHARED_PREFILL !== '0',
         },
         load_average: { before: loadBefore, after: loadavg() },
         item_s: itemMs.map((ms) => ms / 1000),
@@ -293,7 +294,7 @@ export function formatStep(r: StepBenchReport): string {
   const lines = [
     `MAGRPO step profile: ${s.model ?? s.shape} (${(s.params / 1e6).toFixed(1)} M parameters), ${s.agents} agents, LoRA r ${s.loraRank} on all seven projections,`,
     `G ${s.group} × ${s.newTokens} new tokens per agent, prompts of ${r.tokens.prompt.toFixed(0)} tokens, rollout_buffer_size ${s.bufferSize}; ${s.threads} thread(s);`,
-    `${s.items} timed item(s) after ${s.warmupItems} warm-up; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
+    `${s.items} timed item(s) after ${s.warmupItems} warm-up; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
     '',
     '| phase | calls | s / item | share | in kernels s | outside kernels s |',
     '| --- | --- | --- | --- | --- | --- |',

@@ -1,7 +1,10 @@
 /**
  * Batched autoregressive sampling with a KV cache. Prompts of different lengths are left-padded
  * (positions = index among real tokens, padding masked out), so one prefill serves the batch;
- * sequences that finish drop out of the decode batch.
+ * sequences that finish drop out of the decode batch. A prompt that occurs several times in the
+ * batch (the G completions of a group) is prefilled once and its cache row copied to each of its
+ * sequences. The numbers are those of prefilling every copy up to the products' rounding for another
+ * row count: the same bits on the reference backend, log-probs within ~1e-6 with OpenBLAS.
  */
 import type { FloatArray } from '../engine/backend.js';
 import { withPackedWeights } from '../engine/packed.js';
@@ -34,6 +37,66 @@ export interface SampleOptions {
    * Rng draw exactly as a batch of that group alone would (as magrpo serve seeds a request).
    */
   rowRngs?: readonly Rng[];
+}
+
+// MAGRPO_SHARED_PREFILL=0 prefills every copy of a repeated prompt (A/B benchmarks).
+let prefillOnce = process.env.MAGRPO_SHARED_PREFILL !== '0';
+
+/** Turns the one prefill per distinct prompt off or on again (sampling, and scoring a group: rl/agent.ts), for comparisons and tests. */
+export function setSharedPrefill(on: boolean): void {
+  prefillOnce = on;
+}
+
+/** Whether a prompt shared by several sequences is run once. */
+export function sharedPrefill(): boolean {
+  return prefillOnce;
+}
+
+/** The distinct prompts of a batch: `first[u]` is the first row holding prompt u, `of[b]` the prompt of row b. */
+export function distinctPrompts(prompts: readonly (readonly number[])[]): { first: number[]; of: Int32Array } {
+  const seen = new Map<string, number>();
+  const first: number[] = [];
+  const of = new Int32Array(prompts.length);
+  for (const [b, p] of prompts.entries()) {
+    const key = p.join(',');
+    let u = seen.get(key);
+    if (u === undefined || !prefillOnce) {
+      u = first.length;
+      seen.set(key, u);
+      first.push(b);
+    }
+    of[b] = u;
+  }
+  return { first, of };
+}
+
+/**
+ * Left-padded prefill inputs [B, T] of `prompts` (T the longest): ids (padding repeats the first
+ * token), key mask, positions (index among real tokens) and the last row of each prompt.
+ */
+export function leftPadded(prompts: readonly (readonly number[])[], T: number) {
+  const B = prompts.length;
+  const ids = new Int32Array(B * T);
+  const mask = new Uint8Array(B * T);
+  const pos = new Int32Array(B * T);
+  const lastRows = new Int32Array(B);
+  for (let b = 0; b < B; b++) {
+    const pad = T - prompts[b].length;
+    for (let t = 0; t < T; t++) {
+      ids[b * T + t] = t < pad ? prompts[b][0] : prompts[b][t - pad];
+      mask[b * T + t] = t < pad ? 0 : 1;
+      pos[b * T + t] = Math.max(0, t - pad);
+    }
+    lastRows[b] = b * T + T - 1;
+  }
+  return { ids, mask, pos, lastRows };
+}
+
+/** Rows of `logits` [U, V] repeated as `of` says: [of.length, V]. */
+export function repeatRows(logits: FloatArray, V: number, of: Int32Array): FloatArray {
+  const out = alloc(of.length * V);
+  for (const [b, u] of of.entries()) out.set(logits.subarray(u * V, (u + 1) * V), b * V);
+  return out;
 }
 
 export type FinishReason = 'stop_token' | 'stop_string' | 'length';
@@ -76,23 +139,17 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
   // Weights stay fixed for the whole call: decoding products reuse one packing of each (engine/packed.ts).
   return withPackedWeights(() =>
     noGrad(() => {
-      // Prefill: left-padded [B, T].
+      // Prefill: the distinct prompts, left-padded [U, T]; then one cache row and logits row per sequence.
       let { cache, logits } = phase('sample/prefill', () => {
-        const ids = new Int32Array(B * T);
-        const mask = new Uint8Array(B * T);
-        const pos = new Int32Array(B * T);
-        const lastRows = new Int32Array(B);
-        for (let b = 0; b < B; b++) {
-          const pad = T - prompts[b].length;
-          for (let t = 0; t < T; t++) {
-            ids[b * T + t] = t < pad ? prompts[b][0] : prompts[b][t - pad];
-            mask[b * T + t] = t < pad ? 0 : 1;
-            pos[b * T + t] = Math.max(0, t - pad);
-          }
-          lastRows[b] = b * T + T - 1;
-        }
-        const c = model.createCache(B, maxLen);
-        return { cache: c, logits: model.forward(ids, B, T, { positions: pos, keyMask: mask, cache: c, outputRows: lastRows }).data }; // [B, V]
+        const { first, of } = distinctPrompts(prompts);
+        const U = first.length;
+        const { ids, mask, pos, lastRows } = leftPadded(
+          first.map((b) => prompts[b]),
+          T,
+        );
+        const unique = model.createCache(U, maxLen);
+        const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache: unique, outputRows: lastRows }).data; // [U, V]
+        return U === B ? { cache: unique, logits: out } : { cache: unique.select(Array.from(of)), logits: repeatRows(out, V, of) };
       });
       let active = prompts.map((_, b) => b); // batch row → sequence index
 

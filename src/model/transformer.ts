@@ -70,16 +70,21 @@ export class KVCache {
     }
   }
 
-  /** Keeps only the batch rows in `rows` (in that order) — used when finished sequences drop out. */
+  /**
+   * A cache of the batch rows in `rows`, in that order (a row may repeat): finished sequences drop
+   * out, a shared prompt's row is copied to each of its sequences. Only the first `len` positions
+   * are copied: a position is written before any query reads it.
+   */
   select(rows: number[]): KVCache {
     const first = this.k[0];
     const [, , Hkv, D] = first.shape;
     const out = new KVCache(this.k.length, rows.length, this.maxLen, Hkv, D);
     const per = this.maxLen * Hkv * D;
+    const used = this.len * Hkv * D;
     for (let l = 0; l < this.k.length; l++) {
       rows.forEach((r, i) => {
-        out.k[l].data.set(this.k[l].data.subarray(r * per, (r + 1) * per), i * per);
-        out.v[l].data.set(this.v[l].data.subarray(r * per, (r + 1) * per), i * per);
+        out.k[l].data.set(this.k[l].data.subarray(r * per, r * per + used), i * per);
+        out.v[l].data.set(this.v[l].data.subarray(r * per, r * per + used), i * per);
       });
     }
     for (const [i, r] of rows.entries()) out.keyMask.set(this.keyMask.subarray(r * this.maxLen, (r + 1) * this.maxLen), i * this.maxLen);

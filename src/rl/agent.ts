@@ -11,10 +11,12 @@ import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
-import { completionLogprobs } from '../model/logprobs.js';
+import { type CompletionLogprobs, completionLogprobs, sharedPromptLogprobs } from '../model/logprobs.js';
 import { applyLora, loadLora, saveLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
+import { sharedPrefill } from '../model/sample.js';
 import type { Prompt } from '../model/tokenizer.js';
+import type { CausalLM } from '../model/transformer.js';
 import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
 import { createSampler, type RolloutSpec, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
@@ -64,6 +66,16 @@ export interface UpdateStats {
   lr: number;
   /** Remote-rollout metrics (sampler vs learner log-probs, importance weights, sampler counters). */
   rollout?: Record<string, number>;
+}
+
+/** Log-probs of a group's completions without gradients: its prompt run once (unless MAGRPO_SHARED_PREFILL=0). */
+function scoreGroup(model: CausalLM, prompt: number[], completions: number[][]): CompletionLogprobs {
+  return sharedPrefill()
+    ? sharedPromptLogprobs(model, prompt, completions)
+    : completionLogprobs(
+        model,
+        completions.map((c) => ({ prompt, completion: c })),
+      );
 }
 
 export class PolicyAgent {
@@ -123,9 +135,10 @@ export class PolicyAgent {
     if (scored.length === 0) return;
     const r = phase('score/rescore', () =>
       noGrad(() =>
-        completionLogprobs(
+        scoreGroup(
           this.lm.model,
-          scored.map((c) => ({ prompt: g.promptIds, completion: c.ids })),
+          g.promptIds,
+          scored.map((c) => c.ids),
         ),
       ),
     );
@@ -136,8 +149,15 @@ export class PolicyAgent {
   /** Reference log-probs, KL (k3, spec §1.7) and mean NLL of each completion, no gradient. */
   private attachReference(g: SampledGroup): void {
     const ref = this.ref as LanguageModel;
-    const batch = g.completions.map((c) => ({ prompt: g.promptIds, completion: c.ids }));
-    const r = phase('score/reference', () => noGrad(() => completionLogprobs(ref.model, batch)));
+    const r = phase('score/reference', () =>
+      noGrad(() =>
+        scoreGroup(
+          ref.model,
+          g.promptIds,
+          g.completions.map((c) => c.ids),
+        ),
+      ),
+    );
     g.refLogprobs = g.completions.map(() => []);
     for (let t = 0; t < r.sequenceOf.length; t++) g.refLogprobs[r.sequenceOf[t]].push(r.tokenLogprobs.data[t]);
     g.refKl = g.completions.map((c, k) => {

@@ -21,7 +21,7 @@ import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import { loadLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
-import { argmaxRows, type FinishReason, rowLogprobs, sampleRows } from '../model/sample.js';
+import { argmaxRows, distinctPrompts, type FinishReason, leftPadded, repeatRows, rowLogprobs, sampleRows } from '../model/sample.js';
 import type { KVCache, LoraAdapter } from '../model/transformer.js';
 
 /** How one group samples. */
@@ -268,37 +268,29 @@ export class BatchEngine {
     this.prefill(admitted);
   }
 
-  /** Prefills new groups (left-padded, one forward), samples their first tokens, merges the rest into the batch. */
+  /** Prefills new groups (left-padded, one forward over their distinct prompts), samples their first tokens, merges the rest into the batch. */
   private prefill(groups: Group[]): void {
     const model = this.lm.model;
     const newRows: Row[] = groups.flatMap((g) =>
       Array.from({ length: g.req.n }, (_, i) => ({ group: g, index: i, promptLen: g.req.promptIds.length, tokens: [] })),
     );
-    const B = newRows.length;
     const T = Math.max(...newRows.map((r) => r.promptLen));
     const extra = Math.max(...newRows.map((r) => r.group.req.spec.maxTokens));
-    const ids = new Int32Array(B * T);
-    const mask = new Uint8Array(B * T);
-    const pos = new Int32Array(B * T);
-    const last = new Int32Array(B);
-    for (const [b, r] of newRows.entries()) {
-      const p = r.group.req.promptIds;
-      const pad = T - p.length;
-      for (let t = 0; t < T; t++) {
-        ids[b * T + t] = t < pad ? p[0] : p[t - pad];
-        mask[b * T + t] = t < pad ? 0 : 1;
-        pos[b * T + t] = Math.max(0, t - pad);
-      }
-      last[b] = b * T + T - 1;
-    }
-    const cache = model.createCache(B, T + extra);
-    const logits = model.forward(ids, B, T, { positions: pos, keyMask: mask, cache, outputRows: last }).data;
-    const keep = this.sampleStep(newRows, logits);
+    // Each distinct prompt once (a group's n rows share theirs): row b reads prefill row of[b].
+    const prompts = newRows.map((r) => r.group.req.promptIds);
+    const { first, of } = distinctPrompts(prompts);
+    const { ids, mask, pos, lastRows } = leftPadded(
+      first.map((b) => prompts[b]),
+      T,
+    );
+    const cache = model.createCache(first.length, T + extra);
+    const out = model.forward(ids, first.length, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows }).data; // [U, V]
+    const keep = this.sampleStep(newRows, repeatRows(out, model.vocabSize, of));
     const survivors = keep.map((i) => newRows[i]);
     if (survivors.length === 0) return;
     const sources = [
       ...this.rows.map((row, i) => ({ cache: this.cache as KVCache, row: i, data: row })),
-      ...keep.map((i) => ({ cache, row: i, data: newRows[i] })),
+      ...keep.map((i) => ({ cache, row: of[i], data: newRows[i] })),
     ];
     this.cache = repack(this.lm, sources, Math.max(...sources.map((s) => s.data.group.req.spec.maxTokens - s.data.tokens.length)));
     this.rows = sources.map((s) => s.data);

@@ -39,7 +39,7 @@ describe('bench --step', () => {
     const phases = r.rows.map((x) => x.phase);
     assert.deepEqual(phases, [...STEP_PHASES.filter((p) => p !== 'score/rescore'), 'other', 'step']);
     const byName = Object.fromEntries(r.rows.map((x) => [x.phase, x]));
-    // Per item, 2 agents: one prefill and one decode call each; one update every second item.
+    // Per item, 2 agents: one prefill (the G copies share it) and one decode call each; one update every second item.
     assert.equal(byName['sample/prefill'].calls, 2 * 2);
     assert.equal(byName['update/optimizer'].calls, 2);
     for (const x of r.rows.filter((y) => y.phase !== 'other')) {
@@ -51,7 +51,7 @@ describe('bench --step', () => {
     assert.equal(r.item_s.length, 2);
     assert.equal(r.tokens.prompt, 12);
     assert.ok(r.tokens.completion > 0 && r.tokens.completion <= 2 * 2 * 4);
-    assert.ok(r.settings.params > 4000);
+    assert.ok(r.settings.params > 4000 && r.settings.shared_prefill);
     if (process.platform === 'linux') assert.ok((r.peak_rss_mb ?? 0) > 10);
     const text = formatStep(r);
     assert.match(text, /2 agents, LoRA r 2 on all seven projections/);

@@ -1,0 +1,67 @@
+/**
+ * BatchEngine's prefill (serve/engine.ts): a group's n rows, and groups with the same prompt, are
+ * prefilled once; the completions are those of `LanguageModel.sample` prefilling every copy.
+ */
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, it } from 'node:test';
+import { LanguageModel } from '../../src/model/pretrained.js';
+import { setSharedPrefill } from '../../src/model/sample.js';
+import { BatchEngine, type GroupRequest, type SamplingSpec, type TokenEvent } from '../../src/serve/engine.js';
+import { describeEachBackend } from '../helpers/backends.js';
+import { makeTinyModel } from '../helpers/tiny-model.js';
+
+const dir = makeTinyModel({ hidden: 32, layers: 2, seed: 3 });
+after(() => {
+  setSharedPrefill(true);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const spec = (seed: number): SamplingSpec => ({ maxTokens: 8, temperature: 1, topP: 1, topK: null, stopStrings: [], stopTokenIds: [], topLogprobs: 0, seed });
+
+describeEachBackend('serve engine: one prefill per distinct prompt', (backend) => {
+  it('n completions of each group equal LanguageModel.sample with every copy prefilled', async () => {
+    const lm = LanguageModel.load(dir);
+    const rows: number[] = [];
+    const forward = lm.model.forward.bind(lm.model);
+    lm.model.forward = (ids, B, T, o) => {
+      if (T > 1) rows.push(B);
+      return forward(ids, B, T, o);
+    };
+    const texts = ['a b c d e', 'go f', 'a b c d e'];
+    const prompts = texts.map((t) => lm.encode(t));
+    const engine = new BatchEngine(lm, 'tiny', { maxBatch: 16 });
+    const got = prompts.map(() => Array.from({ length: 4 }, () => [] as TokenEvent[]));
+    const requests = prompts.map((p, k): GroupRequest => ({ model: 'tiny', promptIds: p, n: 4, spec: spec(100 + k), onToken: (i, ev) => got[k][i].push(ev) }));
+    // Submitted in one turn of the event loop: admitted and prefilled together.
+    await Promise.all(requests.map((r) => engine.submit(r)));
+    await engine.close();
+    assert.deepEqual(rows, [2], 'three groups of 4 rows, two distinct prompts: one prefill of 2 rows');
+
+    lm.model.forward = forward;
+    setSharedPrefill(false);
+    try {
+      for (const [k, p] of prompts.entries()) {
+        const local = lm.sample(Array(4).fill(texts[k]), { maxNewTokens: 8, temperature: 1, topP: 1, topK: null, stopAtEos: false, rng: 100 + k });
+        assert.deepEqual(
+          local.map((s) => s.promptIds),
+          Array(4).fill(p),
+        );
+        assert.deepEqual(
+          got[k].map((evs) => evs.map((e) => e.token)),
+          local.map((s) => s.completionIds),
+          `group ${k}`,
+        );
+        for (const [i, evs] of got[k].entries()) {
+          for (const [t, e] of evs.entries()) {
+            const want = local[i].logprobs[t];
+            assert.ok(Math.abs(e.logprob - want) <= 1e-5, `group ${k} row ${i} token ${t}: ${e.logprob} against ${want}`);
+            if (backend === 'reference') assert.equal(e.logprob, want);
+          }
+        }
+      }
+    } finally {
+      setSharedPrefill(true);
+    }
+  });
+});
