@@ -95,6 +95,14 @@ export function renderLargeCard(m: LargeManifest): string {
     `${n(d.dropped.function_body)} documents by function body, ${n(d.dropped.ngram)} by n-gram. After writing, an independent check`,
     `searches the corpus for every eval prompt verbatim: ${n(d.prompts_in_corpus)} found.`,
     '',
+    'The corpus is not committed, so the disjointness test (`test/data/disjoint.test.ts`) also runs on',
+    'a committed hash index, `data/decontam-index.json` (`npx tsx scripts/decontam-index.ts` writes it):',
+    'per eval problem a hash of its fingerprints (the normalized bodies and 13-word n-grams above), and per',
+    "corpus shard (this one and the code stage's) the sha256 its manifest names, the fingerprints it was",
+    'checked against and its hits (0). Every test run recomputes the eval half from the committed files, so',
+    'an eval problem added or changed without rebuilding (or rescanning) the corpora fails it, naming the',
+    'problem; where a shard is built, the test also scans it in full and checks its sha256.',
+    '',
   );
   if (d.examples.length > 0) {
     lines.push('| source | document | eval problem | evidence |', '| --- | --- | --- | --- |');
