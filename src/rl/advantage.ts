@@ -101,12 +101,15 @@ export function jointIndices(mode: JointMode, N: number, G: number): number[][] 
   return out;
 }
 
-/** Schulman's k3 estimator of KL(π‖π_ref) from per-token log-probs, summed over tokens (≥ 0). */
-export function klK3(policyLogprobs: readonly number[], refLogprobs: readonly number[]): number {
+/** Schulman's k3 estimate of one token's KL(π‖π_ref): exp(d) − d − 1 with d = log π_ref − log π (≥ 0). */
+export function k3(policyLogprob: number, refLogprob: number): number {
+  const d = refLogprob - policyLogprob;
+  return Math.exp(d) - d - 1;
+}
+
+/** The k3 estimate of KL(π‖π_ref) from per-token log-probs, summed over tokens (≥ 0). */
+export function klK3(policyLogprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>): number {
   let kl = 0;
-  for (let t = 0; t < policyLogprobs.length; t++) {
-    const d = refLogprobs[t] - policyLogprobs[t];
-    kl += Math.exp(d) - d - 1;
-  }
+  for (let t = 0; t < policyLogprobs.length; t++) kl += k3(policyLogprobs[t], refLogprobs[t]);
   return kl;
 }

@@ -17,6 +17,7 @@ import { LanguageModel } from '../model/pretrained.js';
 import { sharedPrefill } from '../model/sample.js';
 import type { Prompt } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';
+import { klK3 } from './advantage.js';
 import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
 import { createSampler, type RolloutSpec, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
@@ -146,7 +147,7 @@ export class PolicyAgent {
     for (let t = 0; t < r.sequenceOf.length; t++) scored[r.sequenceOf[t]].logprobs.push(r.tokenLogprobs.data[t]);
   }
 
-  /** Reference log-probs, KL (k3, spec §1.7) and mean NLL of each completion, no gradient. */
+  /** Reference log-probs, KL (k3, comlrl/utils/reference_kl.py) and mean NLL of each completion, no gradient. */
   private attachReference(g: SampledGroup): void {
     const ref = this.ref as LanguageModel;
     const r = phase('score/reference', () =>
@@ -160,19 +161,12 @@ export class PolicyAgent {
     );
     g.refLogprobs = g.completions.map(() => []);
     for (let t = 0; t < r.sequenceOf.length; t++) g.refLogprobs[r.sequenceOf[t]].push(r.tokenLogprobs.data[t]);
-    g.refKl = g.completions.map((c, k) => {
-      let kl = 0;
-      for (let t = 0; t < c.logprobs.length; t++) {
-        const d = (g.refLogprobs as number[][])[k][t] - c.logprobs[t];
-        kl += Math.exp(d) - d - 1;
-      }
-      return kl;
-    });
+    g.refKl = g.completions.map((c, k) => klK3(c.logprobs, (g.refLogprobs as number[][])[k]));
     g.refNll = (g.refLogprobs as number[][]).map((lp) => (lp.length ? -lp.reduce((a, b) => a + b, 0) / lp.length : 0));
   }
 
   /**
-   * One optimizer step per minibatch (spec §1.9), through the learner: forward_backward on the
+   * One optimizer step per minibatch (CoMLRL `_update_from_samples`), through the learner: forward_backward on the
    * minibatch (the mean of its sample losses), then optim_step (schedule, clip, AdamW). A remote
    * learner's new weights are then copied into this agent's model, which samples.
    */

@@ -18,6 +18,7 @@ import { completionLogprobs } from '../model/logprobs.js';
 import { saveLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
+import { klK3 } from './advantage.js';
 
 /** Optimizer and loss settings of one agent's learner; plain data (it crosses worker and process boundaries). */
 export interface LearnerSpec {
@@ -246,10 +247,7 @@ export class LocalLearner implements Learner {
     let klSum = 0;
     let klTokens = 0;
     if (s.refLogprobs) {
-      for (let t = 0; t < R; t++) {
-        const d = refFlat[t] - lp.tokenLogprobs.data[t];
-        klSum += Math.exp(d) - d - 1;
-      }
+      klSum = klK3(lp.tokenLogprobs.data, refFlat);
       klTokens = R;
     }
     if (this.spec.referenceKl?.mode === 'loss' && s.refLogprobs) {
