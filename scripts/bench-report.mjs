@@ -219,7 +219,7 @@ function stepSection(runs) {
   p('## MAGRPO step on a 135M model');
   p();
   p(
-    "Where the time of one training item goes (`magrpo bench --step`, src/cli/bench-step.ts): the trainer's own step on SmolLM2-135M-Instruct's " +
+    "Where the time of one training item goes (`magrpo bench --step`, src/bench/step.ts): the trainer's own step on SmolLM2-135M-Instruct's " +
       'shape with random weights (or `--model <folder or .gguf>`), 2 agents, LoRA r 16 on all seven projections, G = 4 completions of 64 new ' +
       "tokens per agent, prompts of 400 tokens, rollout_buffer_size 2 (an update every second item), fluency metrics on (each agent's frozen " +
       'reference copy scores its completions), the default sampling settings; 2 warm-up items, then 2 timed. Seconds per item; "outside kernels" is ' +

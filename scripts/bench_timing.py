@@ -1,5 +1,5 @@
 """Timing shared by the peers' sides of `magrpo bench` (bench_torch.py, bench_llama.py): the
-warm-up and timed-call rules magrpo's worker applies to itself (src/cli/bench-models.ts), so
+warm-up and timed-call rules magrpo's worker applies to itself (src/bench/models.ts), so
 every engine is timed alike."""
 
 import time

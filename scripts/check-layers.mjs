@@ -8,7 +8,23 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
-const FLOORS = { engine: 0, sandbox: 0, data: 0, plot: 0, text: 0, model: 1, rollout: 1, pretrain: 2, rl: 2, envs: 3, serve: 3, run: 4, cli: 5, dashboard: 5 };
+const FLOORS = {
+  engine: 0,
+  sandbox: 0,
+  data: 0,
+  plot: 0,
+  text: 0,
+  model: 1,
+  rollout: 1,
+  pretrain: 2,
+  rl: 2,
+  envs: 3,
+  serve: 3,
+  run: 4,
+  cli: 5,
+  dashboard: 5,
+  bench: 5,
+};
 const ARCH_FILES = /^src\/model\/(llama|gpt2)\.ts$/;
 const ARCH_CAP = 400;
 const FILE_CAP = 700;

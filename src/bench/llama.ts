@@ -15,8 +15,8 @@ import { Rng } from '../engine/rng.js';
 import { parseModelConfig } from '../model/config.js';
 import { exportModelGguf, ggufUnsupported } from '../model/gguf.js';
 import { createModel } from '../model/load.js';
-import { NEW_TOKENS, PROMPT_LEN, type Repeats, repeatsArg, SAMPLE_BATCHES, SAMPLE_WARMUP, SIZES, type Timings } from './bench-models.js';
-import type { Peer, PeerVariant } from './bench-peers.js';
+import { NEW_TOKENS, PROMPT_LEN, type Repeats, repeatsArg, SAMPLE_BATCHES, SAMPLE_WARMUP, SIZES, type Timings } from './models.js';
+import type { Peer, PeerVariant } from './peers.js';
 
 export type Weights = 'f32' | 'f16';
 

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatStep, measureStep, SMOLLM2_135M, STEP_PHASES, stepSettings } from '../../src/cli/bench-step.js';
+import { formatStep, measureStep, SMOLLM2_135M, STEP_PHASES, stepSettings } from '../../src/bench/step.js';
 
 const TINY = {
   model_type: 'llama',

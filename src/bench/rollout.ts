@@ -17,11 +17,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childExecArgv } from '../cli/node-flags.js';
 import { Rng } from '../engine/rng.js';
 import { backend } from '../engine/runtime.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { OpenAISampler } from '../rollout/openai.js';
-import { childExecArgv } from './node-flags.js';
 
 /** Short prose and code openings (the shipped models were pretrained on both). */
 export const ROLLOUT_PROMPTS = [

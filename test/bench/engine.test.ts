@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { bestOf, bestTraining, type Throughput } from '../../src/cli/bench.js';
+import { bestOf, bestTraining, type Throughput } from '../../src/bench/engine.js';
 import {
   type ChildReport,
   DEFAULT_SIZES,
@@ -24,8 +24,8 @@ import {
   TRAIN_SEQ,
   timed,
   trainStep,
-} from '../../src/cli/bench-models.js';
-import { findPeers, pypiCandidates } from '../../src/cli/bench-peers.js';
+} from '../../src/bench/models.js';
+import { findPeers, pypiCandidates } from '../../src/bench/peers.js';
 import { Rng } from '../../src/engine/rng.js';
 import { parseModelConfig } from '../../src/model/config.js';
 import { createModel, paramSpecsOf } from '../../src/model/load.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { formatRollout, measureRollout, rolloutSettings } from '../../src/cli/bench-rollout.js';
+import { formatRollout, measureRollout, rolloutSettings } from '../../src/bench/rollout.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CLI = ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts')];
