@@ -8,16 +8,12 @@ import { type GenerationDefaults, readGenerationConfig, writeGenerationConfig } 
 import { CheckpointError } from './errors.js';
 import { isGgufFile, loadGgufWeights, readGgufModel } from './gguf-import.js';
 import { loadModel, type SaveDtype, saveModel } from './load.js';
-import { type FinishReason, generate } from './sample.js';
+import { type FinishReason, generate, type SampleOptions } from './sample.js';
 import { type Prompt, TextTokenizer } from './tokenizer.js';
 import type { CausalLM } from './transformer.js';
 
-export interface TextSampleOptions {
-  maxNewTokens: number;
-  temperature?: number;
-  topK?: number | null;
-  topP?: number;
-  stopStrings?: readonly string[];
+/** `SampleOptions` for text prompts: stop ids come from the tokenizer (`stopAtEos`), and so does the decoder. */
+export interface TextSampleOptions extends Omit<SampleOptions, 'stopTokenIds' | 'decode'> {
   /** Stop at the tokenizer's EOS tokens (default true). */
   stopAtEos?: boolean;
   /**
@@ -25,9 +21,6 @@ export interface TextSampleOptions {
    * keeps its last tokens (and a leading BOS), as inference baselines truncate long inputs.
    */
   truncate?: 'none' | 'left';
-  rng?: Rng | number;
-  /** One random source per prompt instead of `rng` (prompts may share one): see SampleOptions.rowRngs. */
-  rowRngs?: readonly Rng[];
 }
 
 export interface TextSample {

@@ -14,6 +14,12 @@ import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import type { CausalLM } from './transformer.js';
 
+/**
+ * The sampling knobs, defined here once for every layer: `LanguageModel.sample` (pretrained.ts),
+ * the trainer's samplers (rl/sampler.ts), the OpenAI-compatible client (rollout/openai.ts) and
+ * server (serve/engine.ts) take this type or a `Pick`/extension of it. The wire format's snake_case
+ * names (max_tokens, top_p, ...) are mapped to these at the HTTP boundary only.
+ */
 export interface SampleOptions {
   /** Upper bound on generated tokens per sequence. */
   maxNewTokens: number;
@@ -38,6 +44,9 @@ export interface SampleOptions {
    */
   rowRngs?: readonly Rng[];
 }
+
+/** The knobs a sampler call always states (no callee defaults): the trainer's, the rollout client's and the server's. */
+export type SamplingParams = Required<Pick<SampleOptions, 'maxNewTokens' | 'stopStrings' | 'temperature' | 'topK' | 'topP'>>;
 
 // MAGRPO_SHARED_PREFILL=0 prefills every copy of a repeated prompt (A/B benchmarks).
 let prefillOnce = process.env.MAGRPO_SHARED_PREFILL !== '0';

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import type { LanguageModel } from '../model/pretrained.js';
+import type { SamplingParams } from '../model/sample.js';
 import type { Prompt } from '../model/tokenizer.js';
 import { OpenAISampler, requestSeeds } from '../rollout/openai.js';
 import type { MagrpoConfig } from './config.js';
@@ -18,13 +19,7 @@ import type { MagrpoConfig } from './config.js';
 export type RolloutSpec = MagrpoConfig['rollout'] & { adapterDir: string | null };
 
 /** Sampling settings of one call (the trainer's `samplingParams`). */
-export interface SamplingParams {
-  maxNewTokens: number;
-  stopStrings: readonly string[];
-  temperature: number;
-  topK: number | null;
-  topP: number;
-}
+export type { SamplingParams } from '../model/sample.js';
 
 /** One prompt and how many completions to sample for it. */
 export interface SampleRequest {

@@ -11,6 +11,7 @@
  * above this one and imports it, not the other way round).
  */
 import type { Rng } from '../engine/rng.js';
+import type { SamplingParams } from '../model/sample.js';
 import type { Prompt, TextTokenizer } from '../model/tokenizer.js';
 import { AdapterLoader } from './adapters.js';
 import { type PoolOptions, RolloutError, ServerPool } from './pool.js';
@@ -39,14 +40,6 @@ export interface ClientModel {
   tokenizer: TextTokenizer;
   stopIds(): number[];
   readonly model: { readonly vocabSize: number };
-}
-
-export interface ClientSamplingParams {
-  maxNewTokens: number;
-  stopStrings: readonly string[];
-  temperature: number;
-  topK: number | null;
-  topP: number;
 }
 
 export interface ClientCompletion {
@@ -99,7 +92,7 @@ export class OpenAISampler {
 
   async generate(
     requests: readonly { prompt: Prompt; n: number }[],
-    params: ClientSamplingParams,
+    params: SamplingParams,
   ): Promise<{ promptIds: number[]; completions: ClientCompletion[] }[]> {
     const model = this.model;
     if (model === null) throw new RolloutError('not_found', 'openai rollout backend: no adapter loaded yet (loadWeights must run before generate)');
@@ -159,8 +152,8 @@ export class OpenAISampler {
     );
   }
 
-  /** The /v1/completions request body (OpenAI fields plus vLLM's extensions, after rollout.extra_body). */
-  private body(model: string, prompt: string, promptIds: number[], n: number, p: ClientSamplingParams, seed: number): Record<string, unknown> {
+  /** The /v1/completions request body (OpenAI fields plus vLLM's extensions, after rollout.extra_body): the one place `SamplingParams` become wire names. */
+  private body(model: string, prompt: string, promptIds: number[], n: number, p: SamplingParams, seed: number): Record<string, unknown> {
     return {
       ...this.opts.extraBody,
       ...(this.opts.weightSync === 'none' ? {} : { model }),

@@ -21,21 +21,25 @@ import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import { loadLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
-import { argmaxRows, distinctPrompts, type FinishReason, leftPadded, repeatRows, rowLogprobs, sampleRows } from '../model/sample.js';
+import {
+  argmaxRows,
+  distinctPrompts,
+  type FinishReason,
+  leftPadded,
+  repeatRows,
+  rowLogprobs,
+  type SampleOptions,
+  type SamplingParams,
+  sampleRows,
+} from '../model/sample.js';
 import type { KVCache, LoraAdapter } from '../model/transformer.js';
 
-/** How one group samples. */
-export interface SamplingSpec {
-  /** Upper bound on generated tokens per completion (≥ 1). */
-  maxTokens: number;
-  /** 0 = greedy. */
-  temperature: number;
-  topP: number;
-  topK: number | null;
-  /** Generation stops once the decoded completion (special tokens skipped) contains one of these. */
-  stopStrings: readonly string[];
-  /** Generation stops after any of these tokens (EOS unless the request ignores it). */
-  stopTokenIds: readonly number[];
+/**
+ * How one group samples: the shared knobs (maxNewTokens ≥ 1; stop strings match the completion
+ * decoded with special tokens skipped; stop ids hold EOS unless the request ignores it), plus what
+ * only the server has.
+ */
+export interface SamplingSpec extends SamplingParams, Required<Pick<SampleOptions, 'stopTokenIds'>> {
   /** How many most likely alternatives to report per token (0 = none). */
   topLogprobs: number;
   /** Seed of the group's Rng (uint32). */
@@ -275,7 +279,7 @@ export class BatchEngine {
       Array.from({ length: g.req.n }, (_, i) => ({ group: g, index: i, promptLen: g.req.promptIds.length, tokens: [] })),
     );
     const T = Math.max(...newRows.map((r) => r.promptLen));
-    const extra = Math.max(...newRows.map((r) => r.group.req.spec.maxTokens));
+    const extra = Math.max(...newRows.map((r) => r.group.req.spec.maxNewTokens));
     // Each distinct prompt once (a group's n rows share theirs): row b reads prefill row of[b].
     const prompts = newRows.map((r) => r.group.req.promptIds);
     const { first, of } = distinctPrompts(prompts);
@@ -292,7 +296,7 @@ export class BatchEngine {
       ...this.rows.map((row, i) => ({ cache: this.cache as KVCache, row: i, data: row })),
       ...keep.map((i) => ({ cache, row: of[i], data: newRows[i] })),
     ];
-    this.cache = repack(this.lm, sources, Math.max(...sources.map((s) => s.data.group.req.spec.maxTokens - s.data.tokens.length)));
+    this.cache = repack(this.lm, sources, Math.max(...sources.map((s) => s.data.group.req.spec.maxNewTokens - s.data.tokens.length)));
     this.rows = sources.map((s) => s.data);
   }
 
@@ -352,7 +356,7 @@ export class BatchEngine {
         if (topVals && topIds) for (let j = 0; j < K; j++) ev.top.push({ id: topIds[r * K + j], logprob: topVals[r * K + j] - lse[r] });
         if (stops.has(tok)) ev.finish = 'stop_token';
         else if (spec.stopStrings.length > 0 && spec.stopStrings.some((s) => decode(row.tokens).includes(s))) ev.finish = 'stop_string';
-        else if (row.tokens.length >= spec.maxTokens) ev.finish = 'length';
+        else if (row.tokens.length >= spec.maxNewTokens) ev.finish = 'length';
         g.req.onToken(row.index, ev);
         if (ev.finish) {
           g.remaining--;

@@ -107,7 +107,7 @@ function samplingSpec(ctx: ServeContext, body: CompletionRequest | ChatRequest, 
   const stopIds = [...(body.ignore_eos ? [] : ctx.lm.stopIds()), ...(body.stop_token_ids ?? [])];
   checkIds(ctx, body.stop_token_ids ?? [], 'stop_token_ids');
   return {
-    maxTokens,
+    maxNewTokens: maxTokens,
     temperature: body.temperature,
     topP: body.top_p,
     topK: body.top_k && body.top_k > 0 ? body.top_k : null,

@@ -17,7 +17,16 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const spec = (seed: number): SamplingSpec => ({ maxTokens: 8, temperature: 1, topP: 1, topK: null, stopStrings: [], stopTokenIds: [], topLogprobs: 0, seed });
+const spec = (seed: number): SamplingSpec => ({
+  maxNewTokens: 8,
+  temperature: 1,
+  topP: 1,
+  topK: null,
+  stopStrings: [],
+  stopTokenIds: [],
+  topLogprobs: 0,
+  seed,
+});
 
 describeEachBackend('serve engine: one prefill per distinct prompt', (backend) => {
   it('n completions of each group equal LanguageModel.sample with every copy prefilled', async () => {
