@@ -165,29 +165,19 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
       phase('sample/decode', () => {
         for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
           const rows = active.length;
-          const lp = rowLogprobs(rows, V, logits);
           const draws = rowRngs ? active.map((s) => rowRngs[s]) : rng;
-          const chosen = temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, temperature, topK, topP, draws);
+          const { chosen, lse } = pickTokens(rows, V, logits, { temperature, topK, topP }, draws);
           const still: number[] = [];
           for (let r = 0; r < rows; r++) {
             const s = active[r];
             const tok = chosen[r];
             tokens[s].push(tok);
-            logprobs[s].push(logits[r * V + tok] - lp[r]);
-            if (stopIds.has(tok)) {
-              finish[s] = 'stop_token';
-              continue;
-            }
-            if (opts.stopStrings?.length && opts.decode) {
-              const text = opts.decode(tokens[s]);
-              if (opts.stopStrings.some((ss) => text.includes(ss))) {
-                finish[s] = 'stop_string';
-                continue;
-              }
-            }
-            still.push(r);
+            logprobs[s].push(logits[r * V + tok] - lse[r]);
+            const end = finishAfter(tokens[s], stopIds, opts);
+            if (end === null) still.push(r);
+            else finish[s] = end;
           }
-          if (still.length === 0 || step === maxNewTokens - 1) break;
+          if (still.length === 0) break;
           if (still.length < rows) cache = cache.select(still);
           const nextIds = Int32Array.from(still, (r) => chosen[r]);
           active = still.map((r) => active[r]);
@@ -209,6 +199,40 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
       return { tokens, texts, logprobs, finishReasons: finish };
     }),
   );
+}
+
+/**
+ * One decode step's tokens for `rows` logits rows [rows, V]: the argmax at temperature 0, else
+ * `sampleRows`; with each row's log-sum-exp, so a token's log π is `logits[r * V + tok] - lse[r]`.
+ * The step of `generate` and of the serving engine (serve/engine.ts) alike.
+ */
+export function pickTokens(
+  rows: number,
+  V: number,
+  logits: FloatArray,
+  p: Pick<SamplingParams, 'temperature' | 'topK' | 'topP'>,
+  rng: Rng | readonly Rng[],
+): { chosen: Int32Array; lse: FloatArray } {
+  const lse = rowLogprobs(rows, V, logits);
+  const chosen = p.temperature === 0 ? argmaxRows(rows, V, logits) : sampleRows(rows, V, logits, p.temperature, p.topK, p.topP, rng);
+  return { chosen, lse };
+}
+
+/**
+ * Why a sequence ends after its latest token, or null while it goes on: a stop id first, then a
+ * stop string in its decoded text (only with `decode`), then the `maxNewTokens` budget.
+ */
+export function finishAfter(
+  tokens: number[],
+  stopIds: ReadonlySet<number>,
+  opts: Pick<SampleOptions, 'maxNewTokens' | 'stopStrings' | 'decode'>,
+): FinishReason | null {
+  if (stopIds.has(tokens[tokens.length - 1])) return 'stop_token';
+  if (opts.stopStrings?.length && opts.decode) {
+    const text = opts.decode(tokens);
+    if (opts.stopStrings.some((ss) => text.includes(ss))) return 'stop_string';
+  }
+  return tokens.length >= opts.maxNewTokens ? 'length' : null;
 }
 
 /** Log-sum-exp of each logits row. */

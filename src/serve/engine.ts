@@ -22,15 +22,14 @@ import { noGrad } from '../engine/tensor.js';
 import { loadLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import {
-  argmaxRows,
   distinctPrompts,
   type FinishReason,
+  finishAfter,
   leftPadded,
+  pickTokens,
   repeatRows,
-  rowLogprobs,
   type SampleOptions,
   type SamplingParams,
-  sampleRows,
 } from '../model/sample.js';
 import type { KVCache, LoraAdapter } from '../model/transformer.js';
 
@@ -337,8 +336,7 @@ export class BatchEngine {
       const k = end - start;
       const slice = logits.subarray(start * V, end * V) as FloatArray;
       const { spec } = g.req;
-      const lse = rowLogprobs(k, V, slice);
-      const chosen = spec.temperature === 0 ? argmaxRows(k, V, slice) : sampleRows(k, V, slice, spec.temperature, spec.topK, spec.topP, g.rng);
+      const { chosen, lse } = pickTokens(k, V, slice, spec, g.rng);
       let topVals: FloatArray | null = null;
       let topIds: Int32Array | null = null;
       const K = Math.min(spec.topLogprobs, V);
@@ -348,15 +346,15 @@ export class BatchEngine {
         backend().topk(k, V, slice, K, topVals, topIds);
       }
       const stops = new Set(spec.stopTokenIds);
+      const rule = { maxNewTokens: spec.maxNewTokens, stopStrings: spec.stopStrings, decode };
       for (let r = 0; r < k; r++) {
         const row = rows[start + r];
         const tok = chosen[r];
         row.tokens.push(tok);
         const ev: TokenEvent = { token: tok, logprob: slice[r * V + tok] - lse[r], top: [] };
         if (topVals && topIds) for (let j = 0; j < K; j++) ev.top.push({ id: topIds[r * K + j], logprob: topVals[r * K + j] - lse[r] });
-        if (stops.has(tok)) ev.finish = 'stop_token';
-        else if (spec.stopStrings.length > 0 && spec.stopStrings.some((s) => decode(row.tokens).includes(s))) ev.finish = 'stop_string';
-        else if (row.tokens.length >= spec.maxNewTokens) ev.finish = 'length';
+        const end = finishAfter(row.tokens, stops, rule);
+        if (end !== null) ev.finish = end;
         g.req.onToken(row.index, ev);
         if (ev.finish) {
           g.remaining--;
