@@ -71,9 +71,9 @@ export interface TokenizerJson {
     unk_token: null;
     continuing_subword_prefix: null;
     end_of_word_suffix: null;
-    fuse_unk: false;
-    byte_fallback: false;
-    ignore_merges: false;
+    fuse_unk: boolean;
+    byte_fallback: boolean;
+    ignore_merges: boolean;
     vocab: Record<string, number>;
     merges: string[];
   };
@@ -294,18 +294,23 @@ function tokenizerJsonFor(specials: string[], vocab: Record<string, number>, mer
     pre_tokenizer: BYTE_LEVEL,
     post_processor: BYTE_LEVEL,
     decoder: BYTE_LEVEL,
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
+    model: bpeModelJson(vocab, merges),
+  };
+}
+
+/** tokenizer.json's `model` section of a byte-level BPE (the tokenizers library's field order). */
+export function bpeModelJson(vocab: Record<string, number>, merges: string[], ignoreMerges = false) {
+  return {
+    type: 'BPE' as const,
+    dropout: null,
+    unk_token: null,
+    continuing_subword_prefix: null,
+    end_of_word_suffix: null,
+    fuse_unk: false,
+    byte_fallback: false,
+    ignore_merges: ignoreMerges,
+    vocab,
+    merges,
   };
 }
 

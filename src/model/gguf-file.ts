@@ -170,6 +170,20 @@ function readValue(r: HeaderReader, file: string, key: string): GgufMetaValue {
   return out;
 }
 
+/** Whether `file` starts with the GGUF magic (4 bytes read; false for anything unreadable). */
+export function hasGgufMagic(file: string): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const b = Buffer.alloc(4);
+    return readSync(fd, b, 0, 4, 0) === 4 && b.readUInt32LE(0) === MAGIC;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** Reads and checks a GGUF file's header; the tensor data is read later, tensor by tensor. */
 export function readGgufHeader(file: string): GgufFile {
   let fd: number;

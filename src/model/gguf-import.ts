@@ -15,12 +15,13 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { bpeModelJson } from '../data/bpe.js';
 import type { Architecture, GgufArchitecture } from './architecture.js';
 import { architectureForGguf, architectureOf, GGUF_ARCHITECTURES } from './architectures/index.js';
 import { writeFileAtomic } from './atomic-write.js';
 import { type GenerationDefaults, type ModelConfig, parseGenerationConfig, parseModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
-import { type GgufFile, GgufTensorReader, metaArray, metaBool, metaNumber, metaString, readGgufHeader, required } from './gguf-file.js';
+import { type GgufFile, GgufTensorReader, hasGgufMagic, metaArray, metaBool, metaNumber, metaString, readGgufHeader, required } from './gguf-file.js';
 import { ggufTensorName, PRE_TOKENIZERS } from './gguf-names.js';
 import { ggmlTypeName } from './gguf-quants.js';
 import { type SaveDtype, saveModel } from './load.js';
@@ -49,12 +50,7 @@ export function isGgufFile(path: string): boolean {
   const st = statSync(path, { throwIfNoEntry: false });
   if (!st?.isFile()) return false;
   if (path.endsWith('.gguf')) return true;
-  try {
-    readGgufHeader(path);
-    return true;
-  } catch {
-    return false;
-  }
+  return hasGgufMagic(path);
 }
 
 /** Reads a GGUF file's header and turns its metadata into HF config, tokenizer and generation files. */
@@ -233,20 +229,16 @@ function tokenizerFilesOf(g: GgufFile, config: ModelConfig): { files: Map<Tokeni
       ],
     },
     post_processor:
-      addBos || addEos ? { type: 'TemplateProcessing', single, pair: [...single, ...single.slice(addBos ? 1 : 0)], special_tokens: special } : null,
+      addBos || addEos
+        ? {
+            type: 'TemplateProcessing',
+            single,
+            pair: [...single, { Sequence: { id: 'B', type_id: 1 } }, ...(addEos ? [{ SpecialToken: { id: eos, type_id: 1 } }] : [])],
+            special_tokens: special,
+          }
+        : null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: null,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: false,
-      byte_fallback: false,
-      ignore_merges: pre.ignoreMerges,
-      vocab,
-      merges,
-    },
+    model: bpeModelJson(vocab, merges, pre.ignoreMerges),
   };
   const chatTemplate = metaString(g, 'tokenizer.chat_template');
   const tokenizerConfig: Record<string, unknown> = {
