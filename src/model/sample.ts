@@ -5,6 +5,9 @@
  * batch (the G completions of a group) is prefilled once and its cache row copied to each of its
  * sequences. The numbers are those of prefilling every copy up to the products' rounding for another
  * row count: the same bits on the reference backend, log-probs within ~1e-6 with OpenBLAS.
+ *
+ * One decode loop, `Decoder`, serves every sampler: `generate` (training rollouts, `magrpo sample`)
+ * runs it to completion, `magrpo serve` (serve/engine.ts) one step at a time.
  */
 import type { FloatArray } from '../engine/backend.js';
 import { withPackedWeights } from '../engine/packed.js';
@@ -12,7 +15,7 @@ import { phase } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
-import type { CausalLM } from './transformer.js';
+import type { CausalLM, KVCache } from './transformer.js';
 
 /**
  * The sampling knobs, defined here once for every layer: `LanguageModel.sample` (pretrained.ts),
@@ -120,7 +123,7 @@ export interface SampleResult {
   finishReasons: FinishReason[];
 }
 
-/** Samples one completion per prompt (token ids), all in one batch. */
+/** Samples one completion per prompt (token ids), all in one batch: a `Decoder` run to completion. */
 export function generate(model: CausalLM, prompts: readonly (readonly number[])[], opts: SampleOptions): SampleResult {
   const B = prompts.length;
   if (B === 0) return { tokens: [], texts: [], logprobs: [], finishReasons: [] };
@@ -131,80 +134,253 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
   for (const [i, p] of prompts.entries()) if (p.length === 0) throw new Error(`prompt ${i} is empty: sampling needs at least one token`);
   if (opts.rowRngs && opts.rowRngs.length !== B) throw new Error(`rowRngs has ${opts.rowRngs.length} entries for ${B} prompts`);
   const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
-  const rowRngs = opts.rowRngs;
-  const stopIds = new Set(opts.stopTokenIds ?? []);
-  const V = model.vocabSize;
-
   const T = Math.max(...prompts.map((p) => p.length));
-  const maxLen = T + maxNewTokens;
-  if (maxLen > model.maxPositions)
+  if (T + maxNewTokens > model.maxPositions)
     throw new Error(`prompt (${T} tokens) + max_new_tokens (${maxNewTokens}) exceeds the model's context of ${model.maxPositions}`);
 
-  const tokens: number[][] = prompts.map(() => []);
   const logprobs: number[][] = prompts.map(() => []);
-  const texts: string[] = prompts.map(() => '');
   const finish: FinishReason[] = prompts.map(() => 'length');
+  // One rule object for every row: the decoder picks all rows in one call, drawing in row order.
+  const rule: DecodeRule = {
+    maxNewTokens,
+    temperature,
+    topK,
+    topP,
+    stopIds: new Set(opts.stopTokenIds ?? []),
+    stopStrings: opts.stopStrings,
+    decode: opts.decode,
+  };
+  const decoder = new Decoder<number>(model);
+  const record = (picked: Picked<number>[]) => {
+    for (const p of picked) {
+      logprobs[p.seq.tag].push(p.logprob);
+      if (p.finish !== null) finish[p.seq.tag] = p.finish;
+    }
+  };
+  const requests = prompts.map((prompt, s) => ({ tag: s, prompt, rule, rng: opts.rowRngs?.[s] ?? rng }));
 
   // Weights stay fixed for the whole call: decoding products reuse one packing of each (engine/packed.ts).
-  return withPackedWeights(() =>
+  const tokens = withPackedWeights(() =>
     noGrad(() => {
-      // Prefill: the distinct prompts, left-padded [U, T]; then one cache row and logits row per sequence.
-      let { cache, logits } = phase('sample/prefill', () => {
-        const { first, of } = distinctPrompts(prompts);
-        const U = first.length;
-        const { ids, mask, pos, lastRows } = leftPadded(
-          first.map((b) => prompts[b]),
-          T,
-        );
-        const unique = model.createCache(U, maxLen);
-        const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache: unique, outputRows: lastRows }).data; // [U, V]
-        return U === B ? { cache: unique, logits: out } : { cache: unique.select(Array.from(of)), logits: repeatRows(out, V, of) };
+      if (maxNewTokens <= 0) return prompts.map(() => []); // admission picks a first token: none is asked for
+      const seqs = phase('sample/prefill', () => {
+        const admitted = decoder.admit(requests);
+        record(admitted);
+        return admitted.map((p) => p.seq);
       });
-      let active = prompts.map((_, b) => b); // batch row → sequence index
-
       phase('sample/decode', () => {
-        for (let step = 0; step < maxNewTokens && active.length > 0; step++) {
-          const rows = active.length;
-          const draws = rowRngs ? active.map((s) => rowRngs[s]) : rng;
-          const { chosen, lse } = pickTokens(rows, V, logits, { temperature, topK, topP }, draws);
-          const still: number[] = [];
-          for (let r = 0; r < rows; r++) {
-            const s = active[r];
-            const tok = chosen[r];
-            tokens[s].push(tok);
-            logprobs[s].push(logits[r * V + tok] - lse[r]);
-            const end = finishAfter(tokens[s], stopIds, opts);
-            if (end === null) still.push(r);
-            else finish[s] = end;
-          }
-          if (still.length === 0) break;
-          if (still.length < rows) cache = cache.select(still);
-          const nextIds = Int32Array.from(still, (r) => chosen[r]);
-          active = still.map((r) => active[r]);
-          const positions = Int32Array.from(active, (s) => prompts[s].length + tokens[s].length - 1);
-          logits = model.forward(nextIds, active.length, 1, { positions, cache, outputRows: Int32Array.from(active, (_, i) => i) }).data;
-        }
+        while (decoder.running.length > 0) record(decoder.step());
       });
-
-      if (opts.decode) {
-        for (let s = 0; s < B; s++) {
-          let text = opts.decode(tokens[s]);
-          if (finish[s] === 'stop_string') {
-            const cut = Math.min(...(opts.stopStrings ?? []).map((ss) => text.indexOf(ss)).filter((i) => i >= 0));
-            text = text.slice(0, cut);
-          }
-          texts[s] = text;
-        }
-      }
-      return { tokens, texts, logprobs, finishReasons: finish };
+      return seqs.map((s) => s.tokens);
     }),
   );
+
+  const texts = tokens.map((ids, s) => {
+    if (!opts.decode) return '';
+    const text = opts.decode(ids);
+    if (finish[s] !== 'stop_string') return text;
+    return text.slice(0, Math.min(...(opts.stopStrings ?? []).map((ss) => text.indexOf(ss)).filter((i) => i >= 0)));
+  });
+  return { tokens, texts, logprobs, finishReasons: finish };
+}
+
+/**
+ * How one sequence is sampled and when it stops (`finishAfter`). Neighbouring rows whose
+ * sequences hold the same rule object are picked in one `pickTokens` call.
+ */
+export interface DecodeRule extends Pick<SamplingParams, 'maxNewTokens' | 'temperature' | 'topK' | 'topP'>, Pick<SampleOptions, 'stopStrings' | 'decode'> {
+  /** The sequence ends after any of these tokens. */
+  stopIds: ReadonlySet<number>;
+  /** How many most likely alternatives to report per token (0 or absent: none). */
+  topLogprobs?: number;
+}
+
+/** A sequence to decode: its prompt (at least one token), rule and random source, and the caller's handle. */
+export interface DecodeRequest<T> {
+  readonly tag: T;
+  readonly prompt: readonly number[];
+  readonly rule: DecodeRule;
+  /** Drawn once per token of this sequence, in row order with the other rows of its pick. */
+  readonly rng: Rng;
+}
+
+/** A sequence being decoded. */
+export interface DecodeSequence<T> extends DecodeRequest<T> {
+  /** Tokens picked so far (excluding the prompt). */
+  readonly tokens: number[];
+}
+
+/** One token picked for one sequence. */
+export interface Picked<T> {
+  seq: DecodeSequence<T>;
+  token: number;
+  /** log π(token | prefix) under the unmodified model distribution (no temperature). */
+  logprob: number;
+  /** The rule's `topLogprobs` most likely tokens at this position, most likely first ([] without). */
+  top: { id: number; logprob: number }[];
+  /** Why the sequence ended with this token (it has left the batch), or null while it goes on. */
+  finish: FinishReason | null;
+}
+
+/**
+ * The decode loop of every sampler: `generate` runs it to completion, the serving engine
+ * (serve/engine.ts) one step at a time, admitting sequences while others decode. It owns the KV
+ * cache of its running sequences, picks their tokens and retires them when they stop.
+ *
+ * A sequence draws from its own Rng exactly as it would in a decoder holding only the sequences
+ * of its rule, so what else shares the batch never changes its tokens: with the same seed a
+ * served request gets the tokens `generate` gives for it alone.
+ *
+ * Callers run it without gradients (`noGrad`), and in a pack scope for speed (engine/packed.ts);
+ * the model's weights and adapters must not change while sequences are running.
+ */
+export class Decoder<T> {
+  private seqs: DecodeSequence<T>[] = [];
+  private cache: KVCache | null = null;
+
+  constructor(readonly model: CausalLM) {}
+
+  /** The sequences still decoding, in batch order. */
+  get running(): readonly DecodeSequence<T>[] {
+    return this.seqs;
+  }
+
+  /**
+   * Prefills `requests` (each distinct prompt once, left-padded), picks their first tokens and
+   * appends the sequences that go on to the batch. Returns the picked tokens in request order.
+   */
+  admit(requests: readonly DecodeRequest<T>[]): Picked<T>[] {
+    if (requests.length === 0) return [];
+    const model = this.model;
+    const fresh: DecodeSequence<T>[] = requests.map((r) => ({ ...r, tokens: [] }));
+    const prompts = requests.map((r) => r.prompt);
+    const T = Math.max(...prompts.map((p) => p.length));
+    const extra = Math.max(...requests.map((r) => r.rule.maxNewTokens));
+    const { first, of } = distinctPrompts(prompts);
+    const U = first.length;
+    const { ids, mask, pos, lastRows } = leftPadded(
+      first.map((b) => prompts[b]),
+      T,
+    );
+    const cache = model.createCache(U, T + extra);
+    const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows }).data; // [U, V]
+    const { picked, keep } = this.pick(fresh, U === fresh.length ? out : repeatRows(out, model.vocabSize, of));
+    if (keep.length > 0) {
+      if (this.seqs.length === 0) {
+        // Alone in the batch: the prefill's rows as they are (the layout `generate` has always had).
+        this.cache = U === fresh.length && keep.length === U ? cache : cache.select(keep.map((i) => of[i]));
+      } else {
+        const running = this.cache as KVCache;
+        const sources = [...this.seqs.map((seq, row) => ({ cache: running, row, seq })), ...keep.map((i) => ({ cache, row: of[i], seq: fresh[i] }))];
+        this.cache = repack(model, sources, Math.max(...sources.map((s) => s.seq.rule.maxNewTokens - s.seq.tokens.length)));
+      }
+      this.seqs = [...this.seqs, ...keep.map((i) => fresh[i])];
+    }
+    return picked;
+  }
+
+  /** One decode step for every running sequence; the ones that finish leave the batch. */
+  step(): Picked<T>[] {
+    const seqs = this.seqs;
+    const R = seqs.length;
+    if (R === 0) return [];
+    const ids = Int32Array.from(seqs, (s) => s.tokens[s.tokens.length - 1]);
+    const positions = Int32Array.from(seqs, (s) => s.prompt.length + s.tokens.length - 1);
+    const logits = this.model.forward(ids, R, 1, { positions, cache: this.cache as KVCache, outputRows: Int32Array.from(seqs, (_, i) => i) }).data;
+    const { picked, keep } = this.pick(seqs, logits);
+    this.keepRows(keep);
+    return picked;
+  }
+
+  /** Drops the running sequences `done` holds for (a client gone), without a step. */
+  retire(done: (seq: DecodeSequence<T>) => boolean): void {
+    this.keepRows(this.seqs.flatMap((s, i) => (done(s) ? [] : [i])));
+  }
+
+  /** Drops every running sequence; returns them. */
+  clear(): DecodeSequence<T>[] {
+    const seqs = this.seqs;
+    this.seqs = [];
+    this.cache = null;
+    return seqs;
+  }
+
+  private keepRows(keep: number[]): void {
+    if (keep.length === this.seqs.length) return;
+    this.seqs = keep.map((i) => this.seqs[i]);
+    this.cache = keep.length > 0 ? (this.cache as KVCache).select(keep) : null;
+  }
+
+  /** Picks one token per row of `logits` [rows, V], one `pickTokens` call per run of rows sharing a rule; returns them and the rows that go on. */
+  private pick(seqs: readonly DecodeSequence<T>[], logits: FloatArray): { picked: Picked<T>[]; keep: number[] } {
+    const V = this.model.vocabSize;
+    const picked: Picked<T>[] = [];
+    const keep: number[] = [];
+    for (let start = 0; start < seqs.length; ) {
+      const rule = seqs[start].rule;
+      let end = start + 1;
+      while (end < seqs.length && seqs[end].rule === rule) end++;
+      const k = end - start;
+      const slice = logits.subarray(start * V, end * V) as FloatArray;
+      const rngs = seqs.slice(start, end).map((s) => s.rng);
+      const { chosen, lse } = pickTokens(k, V, slice, rule, rngs);
+      const top = rule.topLogprobs ? topLogprobs(k, V, slice, lse, Math.min(rule.topLogprobs, V)) : null;
+      for (let r = 0; r < k; r++) {
+        const seq = seqs[start + r];
+        const token = chosen[r];
+        seq.tokens.push(token);
+        const finish = finishAfter(seq.tokens, rule.stopIds, rule);
+        picked.push({ seq, token, logprob: slice[r * V + token] - lse[r], top: top?.[r] ?? [], finish });
+        if (finish === null) keep.push(start + r);
+      }
+      start = end;
+    }
+    return { picked, keep };
+  }
+}
+
+/** The K most likely tokens of each row with their log-probs (`lse` the rows' log-sum-exp), most likely first. */
+function topLogprobs(rows: number, V: number, logits: FloatArray, lse: FloatArray, K: number): { id: number; logprob: number }[][] {
+  const vals = alloc(rows * K);
+  const ids = new Int32Array(rows * K);
+  backend().topk(rows, V, logits, K, vals, ids);
+  return Array.from({ length: rows }, (_, r) => Array.from({ length: K }, (_, j) => ({ id: ids[r * K + j], logprob: vals[r * K + j] - lse[r] })));
+}
+
+/**
+ * A new cache holding the given rows, right-aligned: each row's real tokens (its slots after its
+ * leading padding) end at the new length, so leading padding shared by every row is dropped.
+ * Room for `extra` more tokens is left.
+ */
+function repack(model: CausalLM, sources: { cache: KVCache; row: number }[], extra: number): KVCache {
+  const spans = sources.map(({ cache, row }) => {
+    let first = 0;
+    while (first < cache.len && cache.keyMask[row * cache.maxLen + first] === 0) first++;
+    return { first, length: cache.len - first };
+  });
+  const len = Math.max(...spans.map((s) => s.length));
+  const out = model.createCache(sources.length, len + Math.max(1, extra));
+  const [, , Hkv, D] = out.k[0].shape;
+  const width = Hkv * D;
+  for (const [i, { cache, row }] of sources.entries()) {
+    const { first, length } = spans[i];
+    const to = len - length;
+    const src = (row * cache.maxLen + first) * width;
+    const dst = (i * out.maxLen + to) * width;
+    for (let l = 0; l < out.k.length; l++) {
+      out.k[l].data.set(cache.k[l].data.subarray(src, src + length * width), dst);
+      out.v[l].data.set(cache.v[l].data.subarray(src, src + length * width), dst);
+    }
+    out.keyMask.fill(1, i * out.maxLen + to, i * out.maxLen + len);
+  }
+  out.len = len;
+  return out;
 }
 
 /**
  * One decode step's tokens for `rows` logits rows [rows, V]: the argmax at temperature 0, else
  * `sampleRows`; with each row's log-sum-exp, so a token's log π is `logits[r * V + tok] - lse[r]`.
- * The step of `generate` and of the serving engine (serve/engine.ts) alike.
+ * The pick of every `Decoder` step.
  */
 export function pickTokens(
   rows: number,

@@ -2,36 +2,25 @@
  * The generation engine behind `magrpo serve`: continuous batching over the KV-cache decoder.
  *
  * Requests arrive as sequence groups (one prompt × n completions, one sampling spec, one seed).
- * A single loop runs decode steps for every running row at once; between two steps the event loop
- * turns, so HTTP requests that arrived meanwhile are prefilled on their own and their cache rows
- * are merged into the running batch before the next step (right-aligned, padding masked out).
+ * A single loop drives one `Decoder` (model/sample.ts) a step at a time for every running row;
+ * between two steps the event loop turns, so HTTP requests that arrived meanwhile are admitted
+ * (prefilled on their own, their cache rows merged into the running batch) before the next step.
  * Rows that finish drop out at once. All rows of a batch use the same weights: the base model or
  * one LoRA adapter. Requests for another adapter wait until the running batch drains (no request
  * ever mixes weights, and FIFO order keeps any adapter from starving).
  *
- * Seeds: each group has its own Rng seeded with the request's `seed` and draws from it exactly as
- * `generate()` (model/sample.ts) draws for a batch holding only that group, so with a seed the n
+ * Seeds: each group has its own Rng seeded with the request's `seed` and one decode rule, so the
+ * decoder draws for it exactly as `generate()` does for a batch holding only that group: with a seed the n
  * completions of a prompt equal `LanguageModel.sample(Array(n).fill(prompt), { rng: seed, … })`
  * token for token, whatever else shares the batch.
  */
-import type { FloatArray } from '../engine/backend.js';
 import { PackScope } from '../engine/packed.js';
 import { Rng } from '../engine/rng.js';
-import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import { loadLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
-import {
-  distinctPrompts,
-  type FinishReason,
-  finishAfter,
-  leftPadded,
-  pickTokens,
-  repeatRows,
-  type SampleOptions,
-  type SamplingParams,
-} from '../model/sample.js';
-import type { KVCache, LoraAdapter } from '../model/transformer.js';
+import { type DecodeRule, Decoder, type FinishReason, type Picked, type SampleOptions, type SamplingParams } from '../model/sample.js';
+import type { LoraAdapter } from '../model/transformer.js';
 
 /**
  * How one group samples: the shared knobs (maxNewTokens ≥ 1; stop strings match the completion
@@ -95,17 +84,18 @@ export class UnknownModelError extends Error {
 interface Group {
   req: GroupRequest;
   rng: Rng;
+  /** The spec as the decoder reads it; one object per group, so each group is picked on its own. */
+  rule: DecodeRule;
   lora: Map<string, LoraAdapter> | null;
   remaining: number;
   resolve: () => void;
   reject: (e: Error) => void;
 }
 
+/** A decoding row: completion `index` of `group`. */
 interface Row {
   group: Group;
   index: number;
-  promptLen: number;
-  tokens: number[];
 }
 
 export interface EngineOptions {
@@ -116,8 +106,7 @@ export interface EngineOptions {
 export class BatchEngine {
   private readonly adapters = new Map<string, Map<string, LoraAdapter>>();
   private readonly queue: Group[] = [];
-  private rows: Row[] = [];
-  private cache: KVCache | null = null;
+  private readonly decoder: Decoder<Row>;
   private active: Map<string, LoraAdapter> | null = null;
   private wake: (() => void) | null = null;
   private closed = false;
@@ -133,6 +122,7 @@ export class BatchEngine {
   ) {
     if (!(Number.isInteger(opts.maxBatch) && opts.maxBatch >= 1)) throw new Error(`maxBatch must be an integer ≥ 1, got ${opts.maxBatch}`);
     lm.model.lora.clear();
+    this.decoder = new Decoder(lm.model);
     this.loop = this.run();
   }
 
@@ -171,8 +161,11 @@ export class BatchEngine {
     if (this.closed) return Promise.reject(new EngineClosedError('the server is shutting down'));
     if (!this.hasModel(req.model)) return Promise.reject(new UnknownModelError(req.model));
     this.stats.groupsSubmitted++;
+    const { spec } = req;
+    const decode = (ids: number[]) => this.lm.tokenizer.decode(ids, { skipSpecialTokens: true });
+    const rule: DecodeRule = { ...spec, stopIds: new Set(spec.stopTokenIds), decode };
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ req, rng: new Rng(req.spec.seed), lora: null, remaining: req.n, resolve, reject });
+      this.queue.push({ req, rng: new Rng(spec.seed), rule, lora: null, remaining: req.n, resolve, reject });
       this.stats.queued = this.queue.length;
       this.wake?.();
     });
@@ -192,7 +185,7 @@ export class BatchEngine {
 
   private async run(): Promise<void> {
     while (!this.closed) {
-      if (this.rows.length === 0 && this.queue.length === 0) {
+      if (this.decoder.running.length === 0 && this.queue.length === 0) {
         await new Promise<void>((r) => {
           this.wake = r;
         });
@@ -204,13 +197,13 @@ export class BatchEngine {
         this.packs.run(() =>
           noGrad(() => {
             this.admit();
-            if (this.rows.length > 0) this.step();
+            this.step();
           }),
         );
       } catch (e) {
         this.failRunning(e as Error);
       }
-      this.stats.running = this.rows.length;
+      this.stats.running = this.decoder.running.length;
       this.stats.queued = this.queue.length;
       // Let HTTP I/O run: new requests join before the next step.
       await new Promise<void>((r) => setImmediate(r));
@@ -221,10 +214,8 @@ export class BatchEngine {
   }
 
   private failRunning(err: Error): void {
-    const groups = new Set(this.rows.map((r) => r.group));
+    const groups = new Set(this.decoder.clear().map((s) => s.tag.group));
     for (const g of groups) g.reject(err);
-    this.rows = [];
-    this.cache = null;
   }
 
   /** Puts the batch's adapter (or none) into the model's projections. */
@@ -241,8 +232,8 @@ export class BatchEngine {
    */
   private admit(): void {
     const admitted: Group[] = [];
-    let rows = this.rows.length;
-    const running = this.rows.length > 0;
+    let rows = this.decoder.running.length;
+    const running = rows > 0;
     while (this.queue.length > 0) {
       const g = this.queue[0];
       const name = g.req.model;
@@ -268,134 +259,37 @@ export class BatchEngine {
     if (admitted.length === 0) return;
     this.activate(admitted[0].lora);
     if (running) this.stats.joinedMidFlight += admitted.length;
-    this.prefill(admitted);
+    const requests = admitted.flatMap((group) =>
+      Array.from({ length: group.req.n }, (_, index) => ({ tag: { group, index }, prompt: group.req.promptIds, rule: group.rule, rng: group.rng })),
+    );
+    this.deliver(this.decoder.admit(requests));
   }
 
-  /** Prefills new groups (left-padded, one forward over their distinct prompts), samples their first tokens, merges the rest into the batch. */
-  private prefill(groups: Group[]): void {
-    const model = this.lm.model;
-    const newRows: Row[] = groups.flatMap((g) =>
-      Array.from({ length: g.req.n }, (_, i) => ({ group: g, index: i, promptLen: g.req.promptIds.length, tokens: [] })),
-    );
-    const T = Math.max(...newRows.map((r) => r.promptLen));
-    const extra = Math.max(...newRows.map((r) => r.group.req.spec.maxNewTokens));
-    // Each distinct prompt once (a group's n rows share theirs): row b reads prefill row of[b].
-    const prompts = newRows.map((r) => r.group.req.promptIds);
-    const { first, of } = distinctPrompts(prompts);
-    const { ids, mask, pos, lastRows } = leftPadded(
-      first.map((b) => prompts[b]),
-      T,
-    );
-    const cache = model.createCache(first.length, T + extra);
-    const out = model.forward(ids, first.length, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows }).data; // [U, V]
-    const keep = this.sampleStep(newRows, repeatRows(out, model.vocabSize, of));
-    const survivors = keep.map((i) => newRows[i]);
-    if (survivors.length === 0) return;
-    const sources = [
-      ...this.rows.map((row, i) => ({ cache: this.cache as KVCache, row: i, data: row })),
-      ...keep.map((i) => ({ cache, row: of[i], data: newRows[i] })),
-    ];
-    this.cache = repack(this.lm, sources, Math.max(...sources.map((s) => s.data.group.req.spec.maxNewTokens - s.data.tokens.length)));
-    this.rows = sources.map((s) => s.data);
-  }
-
-  /** One decode step for every running row. */
+  /** One decode step for every running row; rows of cancelled groups leave first. */
   private step(): void {
-    const cancelled = this.rows.map((r, i) => (r.group.req.cancelled?.() ? -1 : i)).filter((i) => i >= 0);
-    if (cancelled.length < this.rows.length) this.dropTo(cancelled);
-    if (this.rows.length === 0) return;
-    const model = this.lm.model;
-    const cache = this.cache as KVCache;
-    const R = this.rows.length;
-    const ids = Int32Array.from(this.rows, (r) => r.tokens[r.tokens.length - 1]);
-    const positions = Int32Array.from(this.rows, (r) => r.promptLen + r.tokens.length - 1);
-    const logits = model.forward(ids, R, 1, { positions, cache, outputRows: Int32Array.from(this.rows, (_, i) => i) }).data;
+    this.decoder.retire((s) => s.tag.group.req.cancelled?.() === true);
+    const R = this.decoder.running.length;
+    if (R === 0) return;
+    const picked = this.decoder.step();
     this.stats.decodeSteps++;
     this.stats.maxRowsInStep = Math.max(this.stats.maxRowsInStep, R);
-    const keep = this.sampleStep(this.rows, logits);
-    if (keep.length < R) this.dropTo(keep);
+    this.deliver(picked);
   }
 
-  private dropTo(keep: number[]): void {
-    this.rows = keep.map((i) => this.rows[i]);
-    this.cache = this.rows.length > 0 ? (this.cache as KVCache).select(keep) : null;
-  }
-
-  /**
-   * Picks one token per row from `logits` [rows, V]. Each group's rows are contiguous and drawn
-   * with the group's own Rng and spec, as generate() does for one group. Returns the rows that go on.
-   */
-  private sampleStep(rows: Row[], logits: FloatArray): number[] {
-    const V = this.lm.model.vocabSize;
-    const decode = (ids: number[]) => this.lm.tokenizer.decode(ids, { skipSpecialTokens: true });
-    const keep: number[] = [];
-    for (let start = 0; start < rows.length; ) {
-      const g = rows[start].group;
-      let end = start + 1;
-      while (end < rows.length && rows[end].group === g) end++;
-      const k = end - start;
-      const slice = logits.subarray(start * V, end * V) as FloatArray;
-      const { spec } = g.req;
-      const { chosen, lse } = pickTokens(k, V, slice, spec, g.rng);
-      let topVals: FloatArray | null = null;
-      let topIds: Int32Array | null = null;
-      const K = Math.min(spec.topLogprobs, V);
-      if (K > 0) {
-        topVals = alloc(k * K);
-        topIds = new Int32Array(k * K);
-        backend().topk(k, V, slice, K, topVals, topIds);
+  /** Hands each picked token to its group, in row order; a group resolves with its last completion. */
+  private deliver(picked: Picked<Row>[]): void {
+    for (const { seq, token, logprob, top, finish } of picked) {
+      const { group, index } = seq.tag;
+      const ev: TokenEvent = { token, logprob, top };
+      if (finish !== null) ev.finish = finish;
+      group.req.onToken(index, ev);
+      if (finish !== null) {
+        group.remaining--;
+        if (group.remaining === 0) {
+          this.stats.groupsFinished++;
+          group.resolve();
+        }
       }
-      const stops = new Set(spec.stopTokenIds);
-      const rule = { maxNewTokens: spec.maxNewTokens, stopStrings: spec.stopStrings, decode };
-      for (let r = 0; r < k; r++) {
-        const row = rows[start + r];
-        const tok = chosen[r];
-        row.tokens.push(tok);
-        const ev: TokenEvent = { token: tok, logprob: slice[r * V + tok] - lse[r], top: [] };
-        if (topVals && topIds) for (let j = 0; j < K; j++) ev.top.push({ id: topIds[r * K + j], logprob: topVals[r * K + j] - lse[r] });
-        const end = finishAfter(row.tokens, stops, rule);
-        if (end !== null) ev.finish = end;
-        g.req.onToken(row.index, ev);
-        if (ev.finish) {
-          g.remaining--;
-          if (g.remaining === 0) {
-            this.stats.groupsFinished++;
-            g.resolve();
-          }
-        } else keep.push(start + r);
-      }
-      start = end;
     }
-    return keep;
   }
-}
-
-/**
- * A new cache holding the given rows, right-aligned: each row's real tokens (its slots after its
- * leading padding) end at the new length, so leading padding shared by every row is dropped.
- * Room for `extra` more tokens is left.
- */
-function repack(lm: LanguageModel, sources: { cache: KVCache; row: number }[], extra: number): KVCache {
-  const spans = sources.map(({ cache, row }) => {
-    let first = 0;
-    while (first < cache.len && cache.keyMask[row * cache.maxLen + first] === 0) first++;
-    return { first, length: cache.len - first };
-  });
-  const len = Math.max(...spans.map((s) => s.length));
-  const out = lm.model.createCache(sources.length, len + Math.max(1, extra));
-  const [, , Hkv, D] = out.k[0].shape;
-  const width = Hkv * D;
-  for (const [i, { cache, row }] of sources.entries()) {
-    const { first, length } = spans[i];
-    const to = len - length;
-    const src = (row * cache.maxLen + first) * width;
-    const dst = (i * out.maxLen + to) * width;
-    for (let l = 0; l < out.k.length; l++) {
-      out.k[l].data.set(cache.k[l].data.subarray(src, src + length * width), dst);
-      out.v[l].data.set(cache.v[l].data.subarray(src, src + length * width), dst);
-    }
-    out.keyMask.fill(1, i * out.maxLen + to, i * out.maxLen + len);
-  }
-  out.len = len;
-  return out;
 }

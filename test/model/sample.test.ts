@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { loadModel } from '../../src/model/load.js';
-import { generate } from '../../src/model/sample.js';
+import { Rng } from '../../src/engine/rng.js';
+import { type DecodeRule, Decoder, generate } from '../../src/model/sample.js';
 import { TextTokenizer } from '../../src/model/tokenizer.js';
 import { describeEachBackend } from '../helpers/backends.js';
 
@@ -67,6 +68,39 @@ describeEachBackend('sampling', () => {
   it('returns log-probs of the sampled tokens under the model', () => {
     const r = generate(model, prompts, { maxNewTokens: 5, temperature: 1, rng: 2 });
     for (const lps of r.logprobs) for (const lp of lps) assert.ok(lp <= 0 && Number.isFinite(lp));
+  });
+
+  it('a Decoder stepped by hand, admitting a group mid-flight, gives each group the tokens of generate alone', () => {
+    const rule = (temperature: number, topK: number | null, maxNewTokens: number): DecodeRule => ({
+      maxNewTokens,
+      temperature,
+      topK,
+      topP: 1,
+      stopIds: new Set([5]),
+    });
+    const a = { prompt: prompts[0], rule: rule(1, null, n), seed: 11, rows: 3 };
+    const b = { prompt: prompts[1], rule: rule(0.7, 4, n + 3), seed: 12, rows: 2 };
+    const decoder = new Decoder<string>(model);
+    const admit = (g: typeof a, name: string) => {
+      const rng = new Rng(g.seed);
+      return decoder.admit(Array.from({ length: g.rows }, (_, i) => ({ tag: `${name}${i}`, prompt: g.prompt, rule: g.rule, rng })));
+    };
+    const seqs = admit(a, 'a').map((p) => p.seq);
+    decoder.step();
+    decoder.step();
+    assert.ok(decoder.running.length > 0, 'b joins while a decodes');
+    seqs.push(...admit(b, 'b').map((p) => p.seq));
+    while (decoder.running.length > 0) decoder.step();
+    for (const [g, from] of [
+      [a, 0],
+      [b, 3],
+    ] as const) {
+      const alone = generate(model, Array(g.rows).fill(g.prompt), { ...g.rule, stopTokenIds: [5], rng: g.seed });
+      assert.deepEqual(
+        seqs.slice(from, from + g.rows).map((s) => s.tokens),
+        alone.tokens,
+      );
+    }
   });
 
   it('rejects prompts that overflow the context and bad options', () => {

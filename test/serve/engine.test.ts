@@ -1,12 +1,13 @@
 /**
  * BatchEngine's prefill (serve/engine.ts): a group's n rows, and groups with the same prompt, are
- * prefilled once; the completions are those of `LanguageModel.sample` prefilling every copy.
+ * prefilled once; the completions are those of `LanguageModel.sample` prefilling every copy. And
+ * the serving path decodes as `generate` does: same seed and prompt, same tokens.
  */
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, it } from 'node:test';
 import { LanguageModel } from '../../src/model/pretrained.js';
-import { setSharedPrefill } from '../../src/model/sample.js';
+import { generate, setSharedPrefill } from '../../src/model/sample.js';
 import { BatchEngine, type GroupRequest, type SamplingSpec, type TokenEvent } from '../../src/serve/engine.js';
 import { describeEachBackend } from '../helpers/backends.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
@@ -72,5 +73,49 @@ describeEachBackend('serve engine: one prefill per distinct prompt', (backend) =
     } finally {
       setSharedPrefill(true);
     }
+  });
+
+  it('a group joining a running batch gets the tokens and log-probs generate gives it alone', async () => {
+    const lm = LanguageModel.load(dir);
+    const engine = new BatchEngine(lm, 'tiny', { maxBatch: 16 });
+    const first = lm.encode('a b c d e');
+    const late = lm.encode('go f');
+    const lateSpec: SamplingSpec = { ...spec(7), temperature: 0.7, topK: 4, maxNewTokens: 6 };
+    const got = { first: [[], [], []] as number[][], late: [[], []] as number[][] };
+    const lateLogprobs: number[][] = [[], []];
+    let joined: Promise<void> | null = null;
+    const submitLate = () =>
+      engine.submit({
+        model: 'tiny',
+        promptIds: late,
+        n: 2,
+        spec: lateSpec,
+        onToken: (i, ev) => {
+          got.late[i].push(ev.token);
+          lateLogprobs[i].push(ev.logprob);
+        },
+      });
+    const running = engine.submit({
+      model: 'tiny',
+      promptIds: first,
+      n: 3,
+      spec: spec(5),
+      onToken: (i, ev) => {
+        got.first[i].push(ev.token);
+        // Submitted from inside a step: admitted before the next one, beside the running rows.
+        if (i === 0 && got.first[0].length === 2) joined = submitLate();
+      },
+    });
+    await running;
+    await joined;
+    await engine.close();
+    assert.equal(engine.stats.joinedMidFlight, 1);
+
+    const options = (s: SamplingSpec) => ({ maxNewTokens: s.maxNewTokens, temperature: s.temperature, topK: s.topK, topP: s.topP, rng: s.seed });
+    assert.deepEqual(got.first, generate(lm.model, Array(3).fill(first), options(spec(5))).tokens);
+    const alone = generate(lm.model, Array(2).fill(late), options(lateSpec));
+    assert.deepEqual(got.late, alone.tokens);
+    for (const [i, lps] of lateLogprobs.entries())
+      for (const [t, lp] of lps.entries()) assert.ok(Math.abs(lp - alone.logprobs[i][t]) <= 1e-5, `row ${i} token ${t}: ${lp} against ${alone.logprobs[i][t]}`);
   });
 });
