@@ -75,7 +75,7 @@ export class Gpt2Model extends CausalLM {
       const q = reshape(sliceLast(qkv, 0, C), [B, T, H, D]);
       const k = reshape(sliceLast(qkv, C, C), [B, T, H, D]);
       const v = reshape(sliceLast(qkv, 2 * C, C), [B, T, H, D]);
-      const a = this.selfAttention(l, q, k, v, cache, keyMask); // [B, T, H, D]
+      const a = this.selfAttention(l, q, k, v, cache, keyMask, opts.sharedPrompt); // [B, T, H, D]
       h = add(h, this.proj(reshape(a, [B, T, C]), `${p}.attn.c_proj`, 'conv1d'));
       const m = gelu(this.proj(ln(h, `${p}.ln_2`), `${p}.mlp.c_fc`, 'conv1d')); // [B, T, F]
       h = add(h, this.proj(m, `${p}.mlp.c_proj`, 'conv1d'));

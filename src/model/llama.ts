@@ -99,7 +99,7 @@ export class LlamaModel extends CausalLM {
       const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`), [B, T, H, D]), positions, tables);
       const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`), [B, T, Hkv, D]), positions, tables);
       const v = reshape(this.proj(x, `${p}.self_attn.v_proj`), [B, T, Hkv, D]);
-      const a = this.selfAttention(l, q, k, v, cache, keyMask); // [B, T, H, D]
+      const a = this.selfAttention(l, q, k, v, cache, keyMask, opts.sharedPrompt); // [B, T, H, D]
       h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`));
 
       const y = rmsnorm(h, this.param(`${p}.post_attention_layernorm.weight`), eps);

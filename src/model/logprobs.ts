@@ -132,3 +132,54 @@ export function sharedPromptLogprobs(model: CausalLM, prompt: readonly number[],
   }
   return { tokenLogprobs: tokenLogprobs(logits, targets), sequenceOf, lengths };
 }
+
+/**
+ * `completionLogprobs` of completions that all follow one prompt, with gradients, the prompt
+ * computed once: one packed sequence of the prompt and the scored completions (each padded to the
+ * longest), attending as `ForwardOptions.sharedPrompt` says. The prompt's last row predicts every
+ * first token, so the gradient through it is the sum of the completions' gradients, as in the
+ * unshared batch. Same tokens, order and `sequenceOf` as `completionLogprobs` on the batch
+ * [(prompt, c) for c in completions]; values equal to float rounding.
+ */
+export function groupLogprobs(
+  model: CausalLM,
+  prompt: readonly number[],
+  completions: readonly (readonly number[])[],
+  opts: { entropy?: boolean } = {},
+): CompletionLogprobs {
+  if (prompt.length === 0) throw new Error('the prompt is empty: nothing predicts the first completion token');
+  const lengths = completions.map((c) => c.length);
+  const scored = completions.flatMap((c, b) => (c.length > 0 ? [b] : []));
+  const P = prompt.length;
+  const L = Math.max(0, ...lengths);
+  if (P + L > model.maxPositions) throw new Error(`a prompt + completion of ${P + L} tokens exceeds the model's context of ${model.maxPositions}`);
+  if (scored.length === 0) return { tokenLogprobs: new Tensor(new Float32Array(0), [0]), sequenceOf: new Int32Array(0), lengths };
+  // Each continuation holds its completion but the last token (the last predicts nothing).
+  const S = scored.length;
+  const T = L - 1;
+  const N = P + S * T;
+  const ids = new Int32Array(N);
+  const positions = new Int32Array(N);
+  const keyMask = new Uint8Array(S * T);
+  ids.set(prompt);
+  for (let t = 0; t < P; t++) positions[t] = t;
+  const rows: number[] = [];
+  const targets: number[] = [];
+  const sequenceOf: number[] = [];
+  for (const [s, b] of scored.entries()) {
+    const c = completions[b];
+    for (let j = 0; j < T; j++) {
+      ids[P + s * T + j] = c[Math.min(j, c.length - 1)];
+      positions[P + s * T + j] = P + j;
+      keyMask[s * T + j] = j < c.length - 1 ? 1 : 0;
+    }
+    for (let j = 0; j < c.length; j++) {
+      rows.push(j === 0 ? P - 1 : P + s * T + j - 1);
+      targets.push(c[j]);
+      sequenceOf.push(b);
+    }
+  }
+  const logits = model.forward(ids, 1, N, { positions, sharedPrompt: { promptLen: P, branches: S, keyMask }, outputRows: Int32Array.from(rows) });
+  const lp = tokenLogprobs(logits, Int32Array.from(targets));
+  return { tokenLogprobs: lp, sequenceOf: Int32Array.from(sequenceOf), lengths, entropy: opts.entropy ? entropyRows(logits) : undefined };
+}

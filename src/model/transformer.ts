@@ -3,7 +3,7 @@
  * keys), projections that honour LoRA adapters, a KV cache, and the forward-pass contract.
  */
 
-import { attention } from '../engine/attention.js';
+import { attention, prefixSharedAttention } from '../engine/attention.js';
 import type { FloatArray } from '../engine/backend.js';
 import { add, linear, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
@@ -29,6 +29,19 @@ export interface ForwardOptions {
   cache?: KVCache;
   /** Rows of the flattened [B·T] sequence to produce logits for (default all): saves the LM head. */
   outputRows?: Int32Array;
+  /**
+   * The batch is one packed sequence (B = 1, no cache): a prompt of `promptLen` rows, then
+   * `branches` continuations of equal length that each see the prompt and themselves only
+   * (engine/attention.ts `prefixSharedAttention`); positions must be given. `keyMask` marks
+   * continuation padding.
+   */
+  sharedPrompt?: SharedPromptLayout;
+}
+
+export interface SharedPromptLayout {
+  promptLen: number;
+  branches: number;
+  keyMask?: Uint8Array | null;
 }
 
 /** Per-layer keys and values of past tokens, [B, maxLen, Hkv, D] each, plus their padding mask. */
@@ -170,8 +183,18 @@ export abstract class CausalLM {
    * Causal self-attention of layer `layer`, q [B, T, H, D] over k, v [B, T, Hkv, D]. With a cache the
    * new keys/values are appended first and the queries see every cached position (pastLen + t).
    * `keyMask` is the cache's mask after `cache.appendMask`, or this call's own mask without a cache.
+   * A `shared` layout replaces both (see ForwardOptions.sharedPrompt).
    */
-  protected selfAttention(layer: number, q: Tensor, k: Tensor, v: Tensor, cache: KVCache | undefined, keyMask: Uint8Array | null): Tensor {
+  protected selfAttention(
+    layer: number,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cache: KVCache | undefined,
+    keyMask: Uint8Array | null,
+    shared?: SharedPromptLayout,
+  ): Tensor {
+    if (shared) return prefixSharedAttention(q, k, v, shared);
     if (!cache) return attention(q, k, v, { causal: true, keyMask });
     cache.write(layer, k, v);
     return attention(q, cache.k[layer], cache.v[layer], { causal: true, kvLen: cache.len + q.shape[1], pastLen: cache.len, keyMask });
@@ -179,6 +202,9 @@ export abstract class CausalLM {
 
   /** Row positions for a forward: given ones, or pastLen + t. */
   protected positionsFor(batch: number, seqLen: number, opts: ForwardOptions): Int32Array {
+    if (opts.sharedPrompt && (batch !== 1 || opts.cache || opts.keyMask || !opts.positions)) {
+      throw new Error('a shared-prompt forward is one packed sequence (batch 1) with positions, without a cache or keyMask');
+    }
     if (opts.positions) {
       if (opts.positions.length !== batch * seqLen) throw new Error(`positions has ${opts.positions.length} entries, expected ${batch * seqLen}`);
       return opts.positions;
