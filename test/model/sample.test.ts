@@ -1,8 +1,8 @@
 /** Sampling: determinism by seed, and an observable effect of every option. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { loadModel } from '../../src/model/load.js';
 import { Rng } from '../../src/engine/rng.js';
+import { loadModel } from '../../src/model/load.js';
 import { type DecodeRule, Decoder, generate } from '../../src/model/sample.js';
 import { TextTokenizer } from '../../src/model/tokenizer.js';
 import { describeEachBackend } from '../helpers/backends.js';
