@@ -12,7 +12,7 @@ import { Rng } from '../engine/rng.js';
 import { setBackend, setPrecision } from '../engine/runtime.js';
 import { backward, type Tensor } from '../engine/tensor.js';
 import { architectureOf } from '../model/architectures/index.js';
-import { parseModelConfig } from '../model/config.js';
+import { parseModelConfig } from '../model/hf-config.js';
 import { createModel } from '../model/load.js';
 import { applyLora, type LoraConfig } from '../model/lora.js';
 import { generate } from '../model/sample.js';

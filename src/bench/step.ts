@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { kernelClock, type PhaseStat, takePhases, timePhases } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
 import { backend, timeKernels } from '../engine/runtime.js';
-import { parseModelConfig } from '../model/config.js';
+import { parseModelConfig } from '../model/hf-config.js';
 import { createModel, saveModel } from '../model/load.js';
 import { loadTokenizer } from '../model/pretrained.js';
 import { LocalAgent } from '../rl/agent-pool.js';

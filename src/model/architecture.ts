@@ -1,13 +1,12 @@
 /**
  * What the rest of magrpo needs to know about a model architecture, in one place per architecture
  * (model/architectures/<name>.ts; the module itself is model/<name>.ts): how to build it, its
- * parameters, which checkpoint keys are not parameters, LoRA's view of its projections, and its
- * GGUF names, layouts and metadata both ways. Loading, LoRA and GGUF import/export go through
- * `architectureOf(config)` and hold no per-architecture branches. The engine knows no architecture.
- *
- * config.json is read by model/config.ts (one reader per family, sharing its field validation).
+ * parameters, its config.json keys both ways, which checkpoint keys are not parameters, LoRA's
+ * view of its projections, and its GGUF names, layouts and metadata both ways. Loading, config.json,
+ * LoRA and GGUF import/export go through the registry (model/architectures/index.ts) and hold no
+ * per-architecture branches. The engine knows no architecture.
  */
-import type { ModelConfig } from './config.js';
+import type { FieldReader, ModelConfig } from './config.js';
 import type { GgufFile } from './gguf-file.js';
 import type { GgufValue, TensorNames } from './gguf-names.js';
 import type { CausalLM, ParamSpec } from './transformer.js';
@@ -22,6 +21,19 @@ export interface Architecture {
   create(config: ModelConfig): CausalLM;
   /** Parameter names and shapes, without allocating. */
   paramSpecs(config: ModelConfig): ParamSpec[];
+  /** Its config.json (model/config.ts holds what every architecture shares; model/hf-config.ts dispatches here). */
+  config: {
+    /** The transformers classes (config.json `architectures[0]`) this entry reads, each with its `model_type`. */
+    readonly classes: Readonly<Record<string, string>>;
+    /**
+     * The config of `modelType` (one of `classes`' values) from config.json's keys, with the
+     * transformers defaults for absent ones: every key that would change the forward pass is
+     * implemented or recorded on `f` as unsupported, never ignored.
+     */
+    read(f: FieldReader, modelType: string): ModelConfig;
+    /** The keys this architecture adds to config.json after the shared ones; throws (`unrepresentable`) for a config its class cannot express. */
+    write(config: ModelConfig): Record<string, unknown>;
+  };
   /** A checkpoint key's parameter name, or null for keys that are not parameters (buffers, a tied head's copy). */
   parameterName(key: string, config: ModelConfig): string | null;
   lora: {

@@ -1,9 +1,13 @@
 /**
- * Hugging Face `config.json` / `generation_config.json` <-> our camelCase model configs.
+ * Our camelCase model configs, and the parts of reading Hugging Face's `config.json` every
+ * architecture shares: the field reader that collects every problem into one error, the keys all
+ * architectures have, and the size limits. Each architecture reads and writes its own keys in its
+ * registry entry (model/architectures/<name>.ts); model/hf-config.ts dispatches between them.
+ * `generation_config.json` has no architecture and is read and written here.
  *
- * Defaults are the ones transformers' LlamaConfig, Qwen2Config, MistralConfig and GPT2Config use
- * when a key is absent. Unknown keys are ignored (HF configs carry many training-only keys);
- * keys that would change the forward pass in a way we do not implement are errors, never ignored.
+ * Defaults are the ones transformers' config classes use when a key is absent. Unknown keys are
+ * ignored (HF configs carry many training-only keys); keys that would change the forward pass in
+ * a way we do not implement are errors, never ignored.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +17,8 @@ import { CheckpointError } from './errors.js';
 export type LlamaModelType = 'llama' | 'qwen2' | 'mistral';
 export type TorchDtype = 'float32' | 'float16' | 'bfloat16';
 
-interface CommonConfig {
+/** The fields every architecture's config has. */
+export interface CommonConfig {
   vocabSize: number;
   hiddenSize: number;
   /** MLP inner width (llama: gate/up rows; gpt2: c_fc columns). */
@@ -72,15 +77,6 @@ export interface GenerationDefaults {
   maxNewTokens?: number;
 }
 
-const ARCHITECTURES = {
-  LlamaForCausalLM: 'llama',
-  Qwen2ForCausalLM: 'qwen2',
-  MistralForCausalLM: 'mistral',
-  GPT2LMHeadModel: 'gpt2',
-} as const;
-type ModelType = (typeof ARCHITECTURES)[keyof typeof ARCHITECTURES];
-const ARCHITECTURE_OF = Object.fromEntries(Object.entries(ARCHITECTURES).map(([a, t]) => [t, a])) as Record<ModelType, string>;
-
 /**
  * Upper bounds on size keys, far beyond any published checkpoint (Llama-3.1-405B: 126 layers,
  * hidden 16384, MLP 53248, vocab 128256): a garbage or hostile config.json gets a clear error
@@ -96,25 +92,6 @@ export const CONFIG_LIMITS = {
   headDim: 4096,
   positions: 1 << 24,
 } as const;
-
-/** HF defaults per model type, for keys whose absence means "use the class default". */
-const LLAMA_DEFAULTS: Record<
-  LlamaModelType,
-  { vocab: number; hidden: number; inter: number; kvHeads: number | null; maxPos: number; bos: number | null; eos: number | null; window: number | null }
-> = {
-  llama: { vocab: 32000, hidden: 4096, inter: 11008, kvHeads: null, maxPos: 2048, bos: 1, eos: 2, window: null },
-  qwen2: { vocab: 151936, hidden: 4096, inter: 22016, kvHeads: 32, maxPos: 32768, bos: null, eos: null, window: null },
-  mistral: { vocab: 32000, hidden: 4096, inter: 14336, kvHeads: 8, maxPos: 131072, bos: 1, eos: 2, window: 4096 },
-};
-
-export function readModelConfig(dir: string): ModelConfig {
-  const file = join(dir, 'config.json');
-  return parseModelConfig(readJson(file, 'point to a Hugging Face model folder (it must contain config.json)'), file);
-}
-
-export function writeModelConfig(dir: string, cfg: ModelConfig): void {
-  writeFileAtomic(join(dir, 'config.json'), [`${JSON.stringify(toHfConfig(cfg), null, 2)}\n`]);
-}
 
 /** Writes generation_config.json with the HF key names (absent fields are left out). */
 export function writeGenerationConfig(dir: string, g: GenerationDefaults): void {
@@ -138,16 +115,6 @@ export function readGenerationConfig(dir: string): GenerationDefaults {
   return existsSync(file) ? parseGenerationConfig(readJson(file, 'fix or delete generation_config.json'), file) : {};
 }
 
-/** `file` only names the source in error messages. */
-export function parseModelConfig(json: unknown, file = 'config.json'): ModelConfig {
-  if (!isRecord(json)) throw new CheckpointError('BAD_CONFIG', file, 'top level is not a JSON object', "replace it with the model's config.json");
-  const modelType = resolveModelType(json, file);
-  const f = new FieldReader(json);
-  const cfg = modelType === 'gpt2' ? readGpt2(f) : readLlama(f, modelType);
-  f.throwIfAny(file);
-  return cfg;
-}
-
 export function parseGenerationConfig(json: unknown, file = 'generation_config.json'): GenerationDefaults {
   if (!isRecord(json)) throw new CheckpointError('BAD_CONFIG', file, 'top level is not a JSON object', 'fix or delete generation_config.json');
   const f = new FieldReader(json);
@@ -168,10 +135,10 @@ export function parseGenerationConfig(json: unknown, file = 'generation_config.j
   return out;
 }
 
-/** The config.json transformers would write for `cfg`; parseModelConfig(toHfConfig(cfg)) deep-equals cfg. */
-export function toHfConfig(cfg: ModelConfig): Record<string, unknown> {
-  const common = {
-    architectures: [ARCHITECTURE_OF[cfg.modelType]],
+/** The keys every architecture's config.json has, for `cfg` of the HF class `className`; the entry adds its own after them. */
+export function commonHfFields(cfg: ModelConfig, className: string): Record<string, unknown> {
+  return {
+    architectures: [className],
     model_type: cfg.modelType,
     vocab_size: cfg.vocabSize,
     bos_token_id: cfg.bosTokenId,
@@ -180,190 +147,21 @@ export function toHfConfig(cfg: ModelConfig): Record<string, unknown> {
     tie_word_embeddings: cfg.tieWordEmbeddings,
     torch_dtype: cfg.torchDtype,
   };
-  if (cfg.arch === 'gpt2') {
-    if (cfg.numKvHeads !== cfg.numHeads || cfg.headDim * cfg.numHeads !== cfg.hiddenSize) {
-      unrepresentable('gpt2 needs numKvHeads = numHeads and headDim = hiddenSize / numHeads');
-    }
-    return {
-      ...common,
-      n_embd: cfg.hiddenSize,
-      n_inner: cfg.intermediateSize,
-      n_layer: cfg.numLayers,
-      n_head: cfg.numHeads,
-      n_positions: cfg.maxPositions,
-      activation_function: cfg.activation,
-      layer_norm_epsilon: cfg.layerNormEps,
-    };
-  }
-  const perType: Record<string, unknown> = {};
-  if (cfg.modelType === 'llama') {
-    if (cfg.attentionBias !== cfg.oProjBias) unrepresentable("llama's attention_bias covers q/k/v and o_proj together");
-    perType.attention_bias = cfg.attentionBias;
-    perType.mlp_bias = cfg.mlpBias;
-  } else if (cfg.modelType === 'qwen2') {
-    if (!cfg.attentionBias || cfg.oProjBias || cfg.mlpBias) unrepresentable('qwen2 always has q/k/v biases and no o_proj or MLP biases');
-    perType.use_sliding_window = false;
-  } else if (cfg.attentionBias || cfg.oProjBias || cfg.mlpBias) {
-    unrepresentable('mistral has no attention or MLP biases');
-  }
-  if (cfg.modelType === 'mistral') perType.sliding_window = cfg.slidingWindow;
-  else if (cfg.slidingWindow !== null) unrepresentable(`${cfg.modelType} has no sliding window here`);
-  return {
-    ...common,
-    hidden_size: cfg.hiddenSize,
-    intermediate_size: cfg.intermediateSize,
-    num_hidden_layers: cfg.numLayers,
-    num_attention_heads: cfg.numHeads,
-    num_key_value_heads: cfg.numKvHeads,
-    head_dim: cfg.headDim,
-    max_position_embeddings: cfg.maxPositions,
-    hidden_act: cfg.activation,
-    rms_norm_eps: cfg.rmsNormEps,
-    rope_theta: cfg.ropeTheta,
-    rope_scaling: null,
-    ...perType,
-  };
 }
 
-function unrepresentable(why: string): never {
+/** Throws: `cfg` has a combination the HF config class of its model type cannot express. */
+export function unrepresentable(why: string): never {
   throw new CheckpointError('BAD_CONFIG', 'config.json', `this config cannot be written as a Hugging Face config: ${why}`, 'fix the in-memory config');
 }
 
-function resolveModelType(json: Record<string, unknown>, file: string): ModelType {
-  const supported = Object.keys(ARCHITECTURES).join(', ');
-  const { architectures, model_type: modelType } = json;
-  if (Array.isArray(architectures) && architectures.length > 0) {
-    const arch = architectures[0];
-    if (typeof arch === 'string' && arch in ARCHITECTURES) {
-      const resolved = ARCHITECTURES[arch as keyof typeof ARCHITECTURES];
-      if (modelType !== undefined && modelType !== resolved) {
-        throw new CheckpointError(
-          'BAD_CONFIG',
-          file,
-          `model_type: got ${JSON.stringify(modelType)}, expected "${resolved}" for ${arch}`,
-          'make model_type match architectures',
-        );
-      }
-      return resolved;
-    }
-    throw new CheckpointError(
-      'UNKNOWN_ARCHITECTURE',
-      file,
-      `architecture ${JSON.stringify(arch)} is not supported; supported: ${supported}`,
-      'use a checkpoint of a supported architecture',
-    );
-  }
-  if (typeof modelType === 'string' && Object.values(ARCHITECTURES).includes(modelType as ModelType)) return modelType as ModelType;
-  throw new CheckpointError(
-    'UNKNOWN_ARCHITECTURE',
-    file,
-    `no supported "architectures" entry or model_type (got model_type ${JSON.stringify(modelType)}); supported: ${supported}`,
-    'use a checkpoint of a supported architecture',
-  );
-}
-
-function readLlama(f: FieldReader, modelType: LlamaModelType): LlamaConfig {
-  const d = LLAMA_DEFAULTS[modelType];
-  const hiddenSize = f.int('hidden_size', d.hidden, CONFIG_LIMITS.hidden);
-  const numHeads = f.int('num_attention_heads', 32, CONFIG_LIMITS.heads);
-  const numKvHeads = f.optionalInt('num_key_value_heads', CONFIG_LIMITS.heads) ?? d.kvHeads ?? numHeads;
-  const headDim = f.optionalInt('head_dim', CONFIG_LIMITS.headDim) ?? Math.floor(hiddenSize / numHeads);
-  const maxPositions = f.int('max_position_embeddings', d.maxPos, CONFIG_LIMITS.positions);
-  if (!f.has('head_dim') && f.valid('hidden_size', 'num_attention_heads') && hiddenSize % numHeads !== 0) {
-    f.issue('hidden_size', hiddenSize, `a multiple of num_attention_heads (${numHeads})`);
-  }
-  if (f.valid('num_attention_heads', 'num_key_value_heads') && numHeads % numKvHeads !== 0) {
-    f.issue('num_key_value_heads', numKvHeads, `a divisor of num_attention_heads (${numHeads})`);
-  }
-  if (f.valid('head_dim', 'hidden_size', 'num_attention_heads') && headDim % 2 !== 0) f.issue('head_dim', headDim, 'an even number (RoPE rotates pairs)');
-  f.enumeration('hidden_act', 'silu', ['silu'] as const, true);
-  checkRope(f);
-
-  let attentionBias = false;
-  let oProjBias = false;
-  let mlpBias = false;
-  let slidingWindow: number | null = null;
-  if (modelType === 'llama') {
-    attentionBias = oProjBias = f.bool('attention_bias', false);
-    mlpBias = f.bool('mlp_bias', false);
-  } else if (modelType === 'qwen2') {
-    attentionBias = true;
-    if (f.bool('use_sliding_window', false))
-      f.unsupported('use_sliding_window', true, 'sliding-window attention is not implemented; use a checkpoint with use_sliding_window: false');
-  } else {
-    slidingWindow = f.has('sliding_window') ? f.optionalInt('sliding_window') : d.window;
-  }
-  return {
-    arch: 'llama',
-    modelType,
-    ...readCommon(f, d.vocab, d.bos, d.eos, false),
-    hiddenSize,
-    intermediateSize: f.int('intermediate_size', d.inter, CONFIG_LIMITS.intermediate),
-    numLayers: f.int('num_hidden_layers', 32, CONFIG_LIMITS.layers),
-    numHeads,
-    numKvHeads,
-    headDim,
-    maxPositions,
-    activation: 'silu',
-    rmsNormEps: f.positive('rms_norm_eps', 1e-6),
-    ropeTheta: ropeTheta(f),
-    attentionBias,
-    oProjBias,
-    mlpBias,
-    slidingWindow,
-  };
-}
-
-/** Anything but plain RoPE over the whole head would silently change logits. */
-function checkRope(f: FieldReader): void {
-  for (const key of ['rope_scaling', 'rope_parameters']) {
-    const rope = f.raw(key);
-    if (rope === undefined || rope === null) continue;
-    const type = isRecord(rope) ? (rope.rope_type ?? rope.type) : undefined;
-    if (type !== 'default') f.unsupported(key, rope, 'only plain RoPE (null or rope_type "default") is implemented');
-  }
-  const partial = f.raw('partial_rotary_factor');
-  if (partial !== undefined && partial !== null && partial !== 1) f.unsupported('partial_rotary_factor', partial, 'only full-head RoPE (1.0) is implemented');
-}
-
-function ropeTheta(f: FieldReader): number {
-  // transformers >= 4.56 may move rope_theta into rope_parameters.
-  const params = f.raw('rope_parameters');
-  if (!f.has('rope_theta') && isRecord(params) && params.rope_theta !== undefined) {
-    const theta = params.rope_theta;
-    if (typeof theta === 'number' && Number.isFinite(theta) && theta > 0) return theta;
-    f.issue('rope_parameters.rope_theta', theta, 'a positive number');
-  }
-  return f.positive('rope_theta', 10000);
-}
-
-function readGpt2(f: FieldReader): Gpt2Config {
-  const hiddenSize = f.int(['n_embd', 'hidden_size'], 768, CONFIG_LIMITS.hidden);
-  const numHeads = f.int(['n_head', 'num_attention_heads'], 12, CONFIG_LIMITS.heads);
-  if (f.valid('n_embd', 'hidden_size', 'n_head', 'num_attention_heads') && hiddenSize % numHeads !== 0) {
-    f.issue('n_embd', hiddenSize, `a multiple of n_head (${numHeads})`);
-  }
-  if (f.raw('scale_attn_weights') === false) f.unsupported('scale_attn_weights', false, 'attention is always scaled by 1/sqrt(head_dim)');
-  if (f.raw('scale_attn_by_inverse_layer_idx') === true)
-    f.unsupported('scale_attn_by_inverse_layer_idx', true, 'per-layer attention scaling is not implemented');
-  if (f.raw('add_cross_attention') === true) f.unsupported('add_cross_attention', true, 'cross-attention is not implemented');
-  return {
-    arch: 'gpt2',
-    modelType: 'gpt2',
-    ...readCommon(f, 50257, 50256, 50256, true),
-    hiddenSize,
-    intermediateSize: f.optionalInt('n_inner', CONFIG_LIMITS.intermediate) ?? 4 * hiddenSize,
-    numLayers: f.int(['n_layer', 'num_hidden_layers'], 12, CONFIG_LIMITS.layers),
-    numHeads,
-    numKvHeads: numHeads,
-    headDim: Math.floor(hiddenSize / numHeads),
-    maxPositions: f.int(['n_positions', 'max_position_embeddings'], 1024, CONFIG_LIMITS.positions),
-    activation: f.enumeration('activation_function', 'gelu_new', ['gelu_new', 'gelu_pytorch_tanh'] as const, true),
-    layerNormEps: f.positive('layer_norm_epsilon', 1e-5),
-  };
-}
-
-function readCommon(f: FieldReader, vocab: number, bos: number | null, eos: number | null, tie: boolean) {
+/** The keys every architecture reads, with the architecture's defaults for vocabulary, BOS, EOS and tied head. */
+export function readCommonFields(
+  f: FieldReader,
+  vocab: number,
+  bos: number | null,
+  eos: number | null,
+  tie: boolean,
+): Pick<CommonConfig, 'vocabSize' | 'tieWordEmbeddings' | 'bosTokenId' | 'eosTokenId' | 'padTokenId' | 'torchDtype'> {
   const dtypeKey = f.has('torch_dtype') ? 'torch_dtype' : 'dtype'; // transformers >= 4.56 writes "dtype"
   return {
     vocabSize: f.int('vocab_size', vocab, CONFIG_LIMITS.vocab),
@@ -376,17 +174,19 @@ function readCommon(f: FieldReader, vocab: number, bos: number | null, eos: numb
 }
 
 /** Typed reads of HF config keys that collect every problem, so one error lists them all. */
-class FieldReader {
+export class FieldReader {
   private readonly problems: string[] = [];
   private readonly badKeys = new Set<string>();
   private readonly unsupportedFeatures: string[] = [];
 
   constructor(private readonly json: Record<string, unknown>) {}
 
+  /** Whether `key` is present (a null value counts). */
   has(key: string): boolean {
     return this.json[key] !== undefined;
   }
 
+  /** The value of `key` as the JSON has it, unchecked. */
   raw(key: string): unknown {
     return this.json[key];
   }
@@ -396,11 +196,13 @@ class FieldReader {
     return keys.every((k) => !this.badKeys.has(k));
   }
 
+  /** Records a malformed value (BAD_CONFIG). */
   issue(key: string, got: unknown, expected: string): void {
     this.badKeys.add(key);
     this.problems.push(`${key}: got ${JSON.stringify(got)}, expected ${expected}`);
   }
 
+  /** Records a well-formed value that asks for something not implemented (UNSUPPORTED_FEATURE). */
   unsupported(key: string, got: unknown, why: string): void {
     this.unsupportedFeatures.push(`${key}: got ${JSON.stringify(got)} — ${why}`);
   }
@@ -416,22 +218,27 @@ class FieldReader {
     return this.json[key] === null || this.json[key] === undefined ? null : this.int(key, 1, max);
   }
 
+  /** Non-negative integer. */
   count(key: string, fallback: number): number {
     return this.read(key, fallback, (v) => Number.isSafeInteger(v) && (v as number) >= 0, 'a non-negative integer');
   }
 
+  /** Positive finite number. */
   positive(key: string, fallback: number): number {
     return this.read(key, fallback, (v) => typeof v === 'number' && Number.isFinite(v) && v > 0, 'a positive number');
   }
 
+  /** true or false. */
   bool(key: string, fallback: boolean): boolean {
     return this.read(key, fallback, (v) => typeof v === 'boolean', 'true or false');
   }
 
+  /** A token id, or null. */
   tokenId(key: string, fallback: number | null): number | null {
     return this.read(key, fallback, (v) => v === null || isTokenId(v), 'a token id or null');
   }
 
+  /** A token id, a non-empty list of them, or null. */
   tokenIds(key: string, fallback: number | null): number | number[] | null {
     const ok = (v: unknown) => v === null || isTokenId(v) || (Array.isArray(v) && v.length > 0 && v.every(isTokenId));
     return this.read(key, fallback, ok, 'a token id, a non-empty list of token ids, or null');
@@ -448,6 +255,7 @@ class FieldReader {
     return fallback;
   }
 
+  /** Throws one CheckpointError listing every problem recorded (BAD_CONFIG before UNSUPPORTED_FEATURE). */
   throwIfAny(file: string): void {
     if (this.problems.length > 0) {
       throw new CheckpointError(
@@ -480,7 +288,8 @@ class FieldReader {
 /** Real config.json / generation_config.json files are a few KiB. */
 const MAX_CONFIG_BYTES = 16 << 20;
 
-function readJson(file: string, fix: string): unknown {
+/** A config file's JSON; `fix` says what to do when it is missing, too large or not JSON. */
+export function readJson(file: string, fix: string): unknown {
   if (!existsSync(file)) throw new CheckpointError('FILE_MISSING', file, 'file does not exist', fix);
   const size = statSync(file).size;
   if (size > MAX_CONFIG_BYTES) throw new CheckpointError('BAD_CONFIG', file, `file is ${size} bytes; a config file is at most ${MAX_CONFIG_BYTES}`, fix);
@@ -495,6 +304,7 @@ function isTokenId(v: unknown): v is number {
   return Number.isSafeInteger(v) && (v as number) >= 0;
 }
 
-function isRecord(x: unknown): x is Record<string, unknown> {
+/** A JSON object (not null, not an array). */
+export function isRecord(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }

@@ -5,8 +5,9 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { architectureOf } from './architectures/index.js';
-import { type ModelConfig, readModelConfig, writeModelConfig } from './config.js';
+import type { ModelConfig } from './config.js';
 import { CheckpointError } from './errors.js';
+import { readModelConfig, writeModelConfig } from './hf-config.js';
 import { readShardedSafetensors, readShardedSafetensorsHeader, type WritableTensor, writeSafetensors } from './safetensors.js';
 import type { CausalLM, ParamSpec } from './transformer.js';
 

@@ -20,7 +20,8 @@ import { AdamW, clipGradNorm, gradNorm, lrMultiplier } from '../engine/optim.js'
 import { Rng } from '../engine/rng.js';
 import { setPrecision } from '../engine/runtime.js';
 import { backward } from '../engine/tensor.js';
-import { type LlamaConfig, parseModelConfig } from '../model/config.js';
+import type { LlamaConfig } from '../model/config.js';
+import { parseModelConfig } from '../model/hf-config.js';
 import { createModel, loadModel } from '../model/load.js';
 import { TextTokenizer } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';

@@ -27,7 +27,7 @@ import {
 } from '../../src/bench/models.js';
 import { findPeers, pypiCandidates } from '../../src/bench/peers.js';
 import { Rng } from '../../src/engine/rng.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel, paramSpecsOf } from '../../src/model/load.js';
 
 const main = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));

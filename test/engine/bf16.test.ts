@@ -13,7 +13,7 @@ import { crossEntropy } from '../../src/engine/nn.js';
 import { Rng } from '../../src/engine/rng.js';
 import { getPrecision, setBackend, setPrecision } from '../../src/engine/runtime.js';
 import { backward } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { prng } from '../helpers/gradcheck.js';

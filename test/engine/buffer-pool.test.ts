@@ -6,7 +6,7 @@ import { weightedSum } from '../../src/engine/ops.js';
 import { AdamW } from '../../src/engine/optim.js';
 import { Rng } from '../../src/engine/rng.js';
 import { backward } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { completionLogprobs } from '../../src/model/logprobs.js';
 import { describeEachBackend } from '../helpers/backends.js';

@@ -12,7 +12,7 @@ import { PACKED_MAX_ROWS, PACKED_MIN_ROWS, PackScope, packedWeight, setWeightPac
 import { Rng } from '../../src/engine/rng.js';
 import { backend, setBackend, setPrecision } from '../../src/engine/runtime.js';
 import { noGrad, Tensor } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { generate } from '../../src/model/sample.js';
 import { prng } from '../helpers/gradcheck.js';

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../src/engine/rng.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel, saveModel } from '../../src/model/load.js';
 
 export const WORDS = ['go', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];

@@ -3,16 +3,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import {
-  type ModelConfig,
-  parseGenerationConfig,
-  parseModelConfig,
-  readGenerationConfig,
-  readModelConfig,
-  toHfConfig,
-  writeModelConfig,
-} from '../../src/model/config.js';
+import { type ModelConfig, parseGenerationConfig, readGenerationConfig } from '../../src/model/config.js';
 import { CheckpointError, type CheckpointErrorCode } from '../../src/model/errors.js';
+import { parseModelConfig, readModelConfig, toHfConfig, writeModelConfig } from '../../src/model/hf-config.js';
 
 const root = mkdtempSync(join(tmpdir(), 'magrpo-config-'));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -10,7 +10,7 @@ import { referenceBackend } from '../../src/engine/backends/reference.js';
 import { PACKED_MIN_ROWS } from '../../src/engine/packed.js';
 import { Rng } from '../../src/engine/rng.js';
 import { setBackend, setPrecision } from '../../src/engine/runtime.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { setFusedDecode } from '../../src/model/llama.js';
 import { createModel } from '../../src/model/load.js';
 import { applyLora } from '../../src/model/lora.js';

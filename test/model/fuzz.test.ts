@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
-import { parseModelConfig } from '../../src/model/config.js';
 import { CheckpointError } from '../../src/model/errors.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { readSafetensors } from '../../src/model/safetensors.js';
 import { ConfigFileError, loadRunConfig } from '../../src/run/config-file.js';
 

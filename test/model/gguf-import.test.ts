@@ -12,11 +12,11 @@ import { after, describe, it } from 'node:test';
 import { gguf as hfGguf } from '@huggingface/gguf';
 import { Rng } from '../../src/engine/rng.js';
 import { noGrad } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
 import { CheckpointError } from '../../src/model/errors.js';
 import { exportGguf, type GgufValue, writeGguf } from '../../src/model/gguf.js';
 import { readGgufHeader } from '../../src/model/gguf-file.js';
 import { convertGguf, readGgufModel } from '../../src/model/gguf-import.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { LanguageModel, loadTokenizer } from '../../src/model/pretrained.js';
 

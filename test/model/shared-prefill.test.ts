@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { noGrad } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { completionLogprobs, sharedPromptLogprobs } from '../../src/model/logprobs.js';
 import { applyLora } from '../../src/model/lora.js';

@@ -8,7 +8,7 @@ import { AdamW } from '../../src/engine/optim.js';
 import { Rng } from '../../src/engine/rng.js';
 import { backend } from '../../src/engine/runtime.js';
 import { backward } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { latestCheckpoint, loadCheckpoint, PRETRAIN_CHECKPOINT_VERSION, PretrainCheckpointError, saveCheckpoint } from '../../src/pretrain/checkpoint.js';
 

@@ -4,7 +4,7 @@ import { crossEntropy } from '../../src/engine/nn.js';
 import { Rng } from '../../src/engine/rng.js';
 import { backend } from '../../src/engine/runtime.js';
 import { noGrad } from '../../src/engine/tensor.js';
-import { parseModelConfig } from '../../src/model/config.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { windowsAt } from '../../src/pretrain/dataset.js';
 import { meanTokenNll } from '../../src/pretrain/evaluate.js';

@@ -1,7 +1,7 @@
 /**
  * The architecture registry: one entry per architecture (architecture.ts says what an entry
- * holds). Adding an architecture is a module (model/<name>.ts), an entry file here, a line below,
- * and its config.json reader in model/config.ts.
+ * holds). Adding an architecture is a module (model/<name>.ts) with its config type in
+ * model/config.ts, an entry file here, and a line below (CONTRIBUTING.md has the checklist).
  */
 import type { Architecture, GgufArchitecture } from '../architecture.js';
 import type { ModelConfig } from '../config.js';

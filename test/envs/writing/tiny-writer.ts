@@ -6,7 +6,7 @@ import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../../src/engine/rng.js';
-import { parseModelConfig } from '../../../src/model/config.js';
+import { parseModelConfig } from '../../../src/model/hf-config.js';
 import { createModel, saveModel } from '../../../src/model/load.js';
 
 const TOKENIZER = join(import.meta.dirname, '../../fixtures/models/tiny-qwen2');
