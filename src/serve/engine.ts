@@ -9,10 +9,10 @@
  * one LoRA adapter. Requests for another adapter wait until the running batch drains (no request
  * ever mixes weights, and FIFO order keeps any adapter from starving).
  *
- * Seeds: each group has its own Rng seeded with the request's `seed` and one decode rule, so the
- * decoder draws for it exactly as `generate()` does for a batch holding only that group: with a seed the n
- * completions of a prompt equal `LanguageModel.sample(Array(n).fill(prompt), { rng: seed, … })`
- * token for token, whatever else shares the batch.
+ * Seeds: each group has its own Rng seeded with the request's `seed` and its own decode rule, so
+ * the decoder draws for it exactly as `generate()` does for a batch holding only that group: with
+ * a seed the n completions of a prompt equal `LanguageModel.sample(Array(n).fill(prompt), { rng:
+ * seed, … })` token for token, whatever else shares the batch.
  */
 import { PackScope } from '../engine/packed.js';
 import { Rng } from '../engine/rng.js';
