@@ -1,6 +1,7 @@
 """End-to-end reference numerics for the MAGRPO trainer (llm.c test_gpt2 style), in PyTorch float64.
 
-Run:  /usr/bin/python3 scripts/make_trainer_fixtures.py      (torch >= 1.13, numpy; CPU)
+Run:  /usr/bin/python3 scripts/make_trainer_fixtures.py [case ...]   (torch >= 1.13, numpy; CPU)
+      (named cases only: a newer torch samples other rollouts, so regenerate only what changed)
 
 For each case below it samples a rollout from models/micro (prompt ids, completion ids, sampling
 log-probs, joint rewards; several items, one or two turns), then recomputes what one run of the
@@ -25,6 +26,7 @@ import hashlib
 import json
 import math
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +78,22 @@ CASES = {
                             reference_kl_enabled=True, reference_kl_mode="reward_shaping", reference_kl_coef=0.2),
 }
 ROLLOUT_KEYS = ("items",)
+
+# MADPO (src/rl/algorithms/madpo.ts): candidates sampled once per item, pairs by reward, then
+# epochs of joint-factorized DPO steps. One batch holds every pair, so the trainer's shuffle only
+# reorders a mean; the second epoch steps from moved policies, so each agent's own Δ and the
+# others' detached Δ both change between steps.
+MADPO_CASES = {
+    # the 3 largest-gap pairs of 4 candidates per item, two items, two agents, DPO's loss
+    "madpo_reward_gap": dict(algorithm="madpo", num_agents=2, preference_num_candidates=4, preference_pairs_per_sample=3,
+                             pair_selection="reward_gap", dpo_beta=0.5, max_new_tokens=5, items=2, num_train_epochs=2,
+                             train_batch_size=6, agent_learning_rate=2e-3),
+    # every pair of 3 candidates, three agents, reference-free (the reference library's loss)
+    "madpo_all_reference_free": dict(algorithm="madpo", num_agents=3, preference_num_candidates=3,
+                                     preference_pairs_per_sample=None, pair_selection="all", reference_free=True,
+                                     dpo_beta=0.2, max_new_tokens=4, items=1, num_train_epochs=2, train_batch_size=3,
+                                     agent_learning_rate=3e-3),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,6 +448,87 @@ def run_case(name, case, cfg, weights):
     return c, rollout, lora_init, expected
 
 
+def madpo_pairs(rewards, mode, limit):
+    """Ordered (w, l) with r_w > r_l; reward_gap: largest gap first (stable), all: as enumerated."""
+    cand = [(rewards[w] - rewards[l], w, l) for w in range(len(rewards)) for l in range(len(rewards))
+            if w != l and rewards[w] - rewards[l] > 0]
+    assert mode in ("reward_gap", "all"), "random selection depends on the trainer's RNG"
+    if mode == "reward_gap":
+        cand.sort(key=lambda x: -x[0])
+    if mode != "all" and limit is not None:
+        cand = cand[:limit]
+    return [(w, l) for _, w, l in cand]
+
+
+def run_madpo_case(name, case, cfg, weights):
+    c = {**COMMON, **{k: v for k, v in case.items() if k not in ROLLOUT_KEYS}}
+    n, C, beta = c["num_agents"], c["preference_num_candidates"], c["dpo_beta"]
+    c["num_generations"] = C  # what the trainer derives; the replay reads it
+    gen = torch.Generator().manual_seed(3000 + sorted(MADPO_CASES).index(name))
+    base = Llama(cfg, weights)
+    policies = [Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
+    items, _ = make_rollout({**case, "num_generations": C, "num_turns": 1}, policies, gen)
+
+    # Pairs of every item, in item order; Δ_ref from the frozen starting model.
+    pairs = []
+    for it in items:
+        node = it["nodes"][0]
+        chosen = madpo_pairs(node["rewards"], c["pair_selection"], c["preference_pairs_per_sample"])
+        full = C * (C - 1) // 2
+        assert len(chosen) == (full if c["preference_pairs_per_sample"] is None else min(full, c["preference_pairs_per_sample"])), \
+            f"{name}: tied rewards {node['rewards']}; change the case"
+        for w, l in chosen:
+            ref = 0.0
+            if not c.get("reference_free"):
+                with torch.no_grad():
+                    for a in range(n):
+                        p, comps = node["prompt_ids"][a], node["completion_ids"][a]
+                        ref += float(base.completion_logprobs(p, comps[w])[0].sum() - base.completion_logprobs(p, comps[l])[0].sum())
+            pairs.append(dict(prompts=node["prompt_ids"], w=[node["completion_ids"][a][w] for a in range(n)],
+                              l=[node["completion_ids"][a][l] for a in range(n)], ref=ref))
+    assert c["train_batch_size"] >= len(pairs), f"{name}: one batch per epoch keeps the shuffle out of the numbers"
+
+    for pol in policies:
+        for t in pol.w.values():
+            t.requires_grad_(True)
+    opts = [torch.optim.AdamW(list(pol.w.values()), lr=c["agent_learning_rate"], betas=tuple(c["adam_betas"]),
+                              eps=c["adam_eps"], weight_decay=c["weight_decay"]) for pol in policies]
+    logged = [[] for _ in range(n)]
+    for _ in range(c["num_train_epochs"]):
+        # every agent's Δ on every pair with the current weights, before any agent steps
+        with torch.no_grad():
+            delta = [[float(policies[a].completion_logprobs(p["prompts"][a], p["w"][a])[0].sum()
+                            - policies[a].completion_logprobs(p["prompts"][a], p["l"][a])[0].sum()) for p in pairs]
+                     for a in range(n)]
+        for a, (pol, opt) in enumerate(zip(policies, opts)):
+            opt.zero_grad(set_to_none=False)
+            losses, ent, tokens = [], 0.0, 0
+            for b, p in enumerate(pairs):
+                lw, ew = pol.completion_logprobs(p["prompts"][a], p["w"][a])
+                ll, el = pol.completion_logprobs(p["prompts"][a], p["l"][a])
+                others = sum(delta[j][b] for j in range(n) if j != a)
+                losses.append(-torch.nn.functional.logsigmoid(beta * (lw.sum() - ll.sum() + others - p["ref"])))
+                ent += float(ew.sum() + el.sum())
+                tokens += len(p["w"][a]) + len(p["l"][a])
+            loss = torch.stack(losses).mean()
+            loss.backward()
+            norm = math.sqrt(sum(float((t.grad ** 2).sum()) for t in pol.w.values()))
+            opt.step()
+            logged[a].append({"loss": float(loss.detach()), "grad_norm": norm, "entropy": ent / tokens,
+                              "completion_length": tokens / (2 * len(pairs)), "lr": c["agent_learning_rate"], "steps": 1})
+    expected = []
+    for a, (pol, opt) in enumerate(zip(policies, opts)):
+        state = opt.state_dict()["state"]
+        summaries = {}
+        for idx, (pname, t) in enumerate(pol.w.items()):
+            st = state[idx]
+            summaries[pname] = {kind: summarize(x.detach().flatten(), st["exp_avg"].flatten(), gen)
+                                for kind, x in (("w", t), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
+        expected.append(dict(drains=logged[a], optimizer_steps=len(logged[a]), params=summaries, ppo_clipped_fraction=None))
+    rollout = [dict(nodes=[{k: v for k, v in nd.items() if k != "returns"} for nd in it["nodes"]]) for it in items]
+    return c, rollout, None, expected
+
+
 def h(j):
     return ((j * 2654435761) % 4294967296) / 4294967296 - 0.5
 
@@ -445,14 +544,21 @@ def summarize(x, m, gen):
 
 
 def main():
+    """Writes every case's fixture, or only the cases named on the command line."""
+    only = set(sys.argv[1:])
+    unknown = only - set(CASES) - set(MADPO_CASES)
+    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES) + sorted(MADPO_CASES)}"
     torch.manual_seed(0)
     torch.set_num_threads(1)
     cfg = json.loads((MODEL / "config.json").read_text())
     weights = read_safetensors(MODEL / "model.safetensors")
     digest = hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
-        config, rollout, lora_init, expected = run_case(name, CASES[name], cfg, weights)
+    runs = [(name, run_case, CASES) for name in sorted(CASES)] + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)]
+    for name, run, cases in runs:
+        if only and name not in only:
+            continue
+        config, rollout, lora_init, expected = run(name, cases[name], cfg, weights)
         fixture = {
             "case": name,
             "model": "models/micro",

@@ -14,6 +14,8 @@ export interface AgentHandle {
   readonly index: number;
   sample(requests: SampleRequest[], params: SamplingParams): Promise<SampledGroup[]>;
   update(minibatches: LossSample[][]): Promise<UpdateStats>;
+  /** Σ_t log π of each completion of each sample, current weights, no gradient (PolicyAgent.sequenceLogprobs). */
+  sequenceLogprobs(samples: LossSample[]): Promise<number[][]>;
   save(dir: string): Promise<void>;
   load(dir: string): Promise<void>;
   close(): Promise<void>;
@@ -36,6 +38,9 @@ export class LocalAgent implements AgentHandle {
     // A remote sampler gets the new weights right away (rl/sampler.ts).
     await this.agent.syncSampler();
     return stats;
+  }
+  async sequenceLogprobs(samples: LossSample[]) {
+    return this.agent.sequenceLogprobs(samples);
   }
   async save(dir: string) {
     await this.agent.save(dir);
@@ -95,6 +100,10 @@ export class WorkerAgent implements AgentHandle {
   async update(minibatches: LossSample[][]) {
     await this.ready;
     return (await this.call('update', minibatches)) as UpdateStats;
+  }
+  async sequenceLogprobs(samples: LossSample[]) {
+    await this.ready;
+    return (await this.call('sequenceLogprobs', samples)) as number[][];
   }
   async save(dir: string) {
     await this.ready;

@@ -29,6 +29,9 @@ parentPort?.on('message', async (m: { id: number; method: string; args: unknown[
         value = await a.update(...(m.args as Parameters<PolicyAgent['update']>));
         await a.syncSampler();
         break;
+      case 'sequenceLogprobs':
+        value = a.sequenceLogprobs(...(m.args as Parameters<PolicyAgent['sequenceLogprobs']>));
+        break;
       case 'save':
         await a.save(m.args[0] as string);
         break;

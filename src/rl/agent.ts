@@ -166,6 +166,27 @@ export class PolicyAgent {
   }
 
   /**
+   * Σ_t log π(token) of each completion of each sample under the current weights, without
+   * gradient (an empty completion: 0). Offline algorithms read the whole team's before a step.
+   */
+  sequenceLogprobs(samples: readonly { promptIds: number[]; completions: number[][] }[]): number[][] {
+    return samples.map((s) => {
+      const scored = s.completions.flatMap((c, g) => (c.length > 0 ? [g] : []));
+      const sums = s.completions.map(() => 0);
+      if (scored.length === 0) return sums;
+      const r = noGrad(() =>
+        scoreGroup(
+          this.lm.model,
+          s.promptIds,
+          scored.map((g) => s.completions[g]),
+        ),
+      );
+      for (let t = 0; t < r.sequenceOf.length; t++) sums[scored[r.sequenceOf[t]]] += r.tokenLogprobs.data[t];
+      return sums;
+    });
+  }
+
+  /**
    * One optimizer step per minibatch (CoMLRL `_update_from_samples`), through the learner: forward_backward on the
    * minibatch (the mean of its sample losses), then optim_step (schedule, clip, AdamW). A remote
    * learner's new weights are then copied into this agent's model, which samples.

@@ -2,11 +2,14 @@
  * The MAGRPO trainer configuration: every key declared once, with type, default, range and a
  * one-line description (docs, `--help` and the JSON Schema are generated from this schema).
  * Keys and defaults follow the reference library's MAGRPOConfig (comlrl/trainers/reinforce/magrpo.py); our additions and
- * deliberate differences are marked "(magrpo)" and listed in docs/differences.md.
+ * deliberate differences are marked "(magrpo)" and listed in docs/differences.md. Keys one algorithm
+ * owns are declared in its module (rl/algorithms/) and merged in flat; `algorithm` picks the one.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { type JointMode, jointActionsPerNode } from './advantage.js';
+import { ALGORITHM_NAMES, ALGORITHM_OPTIONS, ALGORITHMS, algorithmNamed, ownersOf } from './algorithms/index.js';
+import { MAX_PPO_EPOCHS } from './algorithms/magrpo.js';
 import { applyTrlNames, type TrlConfigNames, type TrlRewrite, trlNote, withTrlNames } from './trl-names.js';
 
 /** Metric destinations of `report_to`. */
@@ -27,7 +30,7 @@ export const CONFIG_LIMITS = {
   turns: 64,
   newTokens: 1 << 17,
   buffer: 1 << 16,
-  ppoEpochs: 1000,
+  ppoEpochs: MAX_PPO_EPOCHS,
   loraRank: 4096,
   /** Joint actions of one item's rollout tree, Σ_t K^t (K = G aligned, G^N cross). */
   treeActions: 1 << 20,
@@ -163,6 +166,12 @@ export const LearnerSchema = z.strictObject({
 
 export const MagrpoConfigSchema = z
   .strictObject({
+    algorithm: z
+      .enum(ALGORITHM_NAMES)
+      .default('magrpo')
+      .describe(
+        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family) or madpo (offline joint DPO); keys another algorithm owns are refused',
+      ),
     // --- data and schedule
     num_train_epochs: posInt().default(20).describe('passes over the training set'),
     num_agents: posInt().max(CONFIG_LIMITS.agents).default(2).describe('N, agents in the team (1 = single-agent GRPO)'),
@@ -198,39 +207,11 @@ export const MagrpoConfigSchema = z
       .default('aligned')
       .transform((v): JointMode => (v === 'cross' || v === 'crossed' ? 'cross' : 'aligned'))
       .describe("joint actions: aligned (G per node) or cross (G^N per node); the reference's spellings align and crossed are read as aligned and cross"),
-    cross_credit: z
-      .enum(['mean', 'sum'])
-      .default('mean')
-      .describe('(magrpo) cross mode: credit a completion with the mean (default) or the sum (reference) of its joint returns'),
     discount: z.number().min(0).max(1).default(1).describe('γ in R = r + γ · mean(child returns)'),
     early_termination_threshold: z.number().nullable().default(-0.2).describe('do not expand a node whose mean reward is > this (null = off)'),
     external_prompt_passthrough: z.boolean().default(false).describe("use the transition's prompts verbatim instead of re-formatting them"),
-    // --- advantage and loss
-    advantage_mode: z.enum(['mean', 'raw', 'max', 'rloo']).default('mean').describe('baseline: mean (MAGRPO), raw (MAREINFORCE), max (MAReMax), rloo (MARLOO)'),
-    advantage_normalization: z.boolean().default(true).describe('standardise advantages within each node sample (population std)'),
-    drop_uniform_groups: z
-      .boolean()
-      .default(false)
-      .describe(
-        "(magrpo; DAPO's dynamic-sampling filter) leave out of the buffers node samples whose G returns are all equal: their advantages are zero, so their optimizer steps would only carry the KL term. Their rewards are still logged. A decaying lr_scheduler plans for every group, so it ends before reaching its last value",
-      ),
-    uniform_item_skip_epochs: nonNegInt()
-      .default(0)
-      .describe(
-        '(magrpo) a training item whose every node sample had equal returns (always solved or never) sits out this many following epochs, then is tried again: sampling goes to items the team sometimes solves (0 = off)',
-      ),
-    loss_aggregation: z
-      .enum(['sequence_sum', 'token_mean', 'constant_norm'])
-      .default('sequence_sum')
-      .describe('(magrpo) per-sequence log-prob: sum (MAGRPO), mean over tokens, or sum / max_new_tokens (Dr. GRPO)'),
-    ppo_clip_eps: z.number().positive().nullable().default(null).describe('(magrpo) PPO ratio clipping ε (null = plain policy gradient)'),
-    ppo_epochs: posInt().max(CONFIG_LIMITS.ppoEpochs).default(1).describe('(magrpo) passes over each drained buffer (> 1 re-uses rollouts)'),
-    reference_kl_enabled: z.boolean().default(false).describe('penalise divergence from a frozen copy of the initial policy'),
-    reference_kl_coef: z.number().min(0).default(0.1).describe('β of the reference KL'),
-    reference_kl_mode: z
-      .enum(['reward_shaping', 'loss'])
-      .default('reward_shaping')
-      .describe('(magrpo) KL as return shaping R − β·KL (reference) or as a loss term β·KL with gradient'),
+    // --- each algorithm's own keys (src/rl/algorithms/)
+    ...ALGORITHM_OPTIONS,
     fluency_metrics: z
       .boolean()
       .default(true)
@@ -281,6 +262,12 @@ export const MagrpoConfigSchema = z
     parallel_training: z.enum(['none', 'null', 'mp']).default('none').describe('none: agents in turn; mp: one worker thread per agent'),
   })
   .superRefine((c, ctx) => {
+    for (const [key, field] of Object.entries(ALGORITHM_OPTIONS)) {
+      const owners = ownersOf(key);
+      if (!owners.includes(c.algorithm) && !isDeepStrictEqual(c[key as keyof typeof c], field.parse(undefined)))
+        ctx.addIssue({ code: 'custom', path: [key], message: `a key of algorithm ${owners.join(' / ')}; this run's algorithm is ${c.algorithm}` });
+    }
+    for (const p of algorithmNamed(c.algorithm).check(c)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     let tree = 0;
     for (let t = 1; t <= c.num_turns && tree <= CONFIG_LIMITS.treeActions; t++) tree += K ** t;
@@ -450,7 +437,10 @@ export function readTrainerSection(input: unknown): TrlRewrite {
   const section = Object.fromEntries(
     Object.entries(trl.section).filter(([k, v]) => !(Object.hasOwn(REMOVED_KEYS, k) && isDeepStrictEqual(v, REMOVED_KEYS[k].unset))),
   );
-  return { ...trl, section };
+  // The algorithm's defaults for keys the section leaves unset (an unknown name is the schema's error).
+  const name = section.algorithm ?? 'magrpo';
+  const preset = typeof name === 'string' && Object.hasOwn(ALGORITHMS, name) ? (algorithmNamed(name).defaults?.(section) ?? {}) : {};
+  return { ...trl, section: { ...Object.fromEntries(Object.entries(preset).filter(([k]) => !Object.hasOwn(section, k))), ...section } };
 }
 
 /**

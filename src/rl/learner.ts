@@ -9,20 +9,19 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BufferPool } from '../engine/buffer-pool.js';
-import { add, clamp, exp, minimum, mul, scale, sub, weightedSum } from '../engine/ops.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '../engine/optim.js';
 import { phase } from '../engine/profile.js';
-import { backward, type Tensor, tensor } from '../engine/tensor.js';
+import { backward } from '../engine/tensor.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
 import { completionLogprobs } from '../model/logprobs.js';
 import { saveLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
-import { klK3 } from './advantage.js';
+import type { LossSample, LossSettings } from './algorithms/algorithm.js';
+import { algorithmNamed } from './algorithms/index.js';
 
 /** Optimizer and loss settings of one agent's learner; plain data (it crosses worker and process boundaries). */
-export interface LearnerSpec {
-  index: number;
+export interface LearnerSpec extends LossSettings {
   modelDir: string;
   lr: number;
   weightDecay: number;
@@ -34,28 +33,9 @@ export interface LearnerSpec {
   /** Estimated optimizer steps of the run (for linear/cosine schedules). */
   totalSteps: number;
   lora: { r: number; alpha: number; target_modules: string[] } | null;
-  lossAggregation: 'sequence_sum' | 'token_mean' | 'constant_norm';
-  maxNewTokens: number;
-  ppoClipEps: number | null;
-  referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
 }
 
-/** One node sample ready for the loss: its G completions with their advantages. */
-export interface LossSample {
-  promptIds: number[];
-  completions: number[][];
-  advantages: number[];
-  /** Sampling-time log-probs per token (π_old), for PPO ratios. */
-  oldLogprobs: number[][];
-  refLogprobs?: number[][];
-  /** Remote sampler's log-probs per token (empty: unknown), for truncated importance sampling. */
-  samplerLogprobs?: number[][];
-  /**
-   * Per completion, per token: a factor on that token's policy-gradient term (truncated
-   * importance-sampling weights of remote rollouts); absent = 1. The KL term is not weighted.
-   */
-  tokenWeights?: number[][];
-}
+export type { LossSample } from './algorithms/algorithm.js';
 
 /** What one `forwardBackward` measured. */
 export interface ForwardBackwardResult {
@@ -102,11 +82,6 @@ export interface Learner {
   close(): Promise<void>;
   /** Lets go of memory kept for the next forwardBackward (the local learner's activation buffers); the agent calls it when an update ends. */
   releaseMemory?(): void;
-}
-
-/** The magrpo loss of one sample as token coefficients and values, shared by both learners' tests. */
-export function tokenCoefficient(aggregation: LearnerSpec['lossAggregation'], length: number, maxNewTokens: number): number {
-  return aggregation === 'sequence_sum' ? 1 : aggregation === 'token_mean' ? 1 / length : 1 / maxNewTokens;
 }
 
 /**
@@ -191,7 +166,7 @@ export class LocalLearner implements Learner {
     const f = phase('update/forward', () => this.lossGraph(s, scored, weight));
     // Read before backward: inside the buffer pool, backward recycles the graph's activations.
     const logprobs: number[][] = s.completions.map(() => []);
-    for (let t = 0; t < f.tokens; t++) logprobs[scored[f.sequenceOf[t]]].push(f.tokenLogprobs[t]);
+    for (let t = 0; t < f.tokens; t++) logprobs[f.sequenceOf[t]].push(f.tokenLogprobs[t]);
     phase('update/backward', () => backward(f.loss));
     return {
       loss: f.value / weight,
@@ -207,56 +182,15 @@ export class LocalLearner implements Learner {
 
   /** The loss graph of one sample (forward only) and what is read from it before backward. */
   private lossGraph(s: LossSample, scored: number[], weight: number) {
-    const batch = scored.map((g) => ({ prompt: s.promptIds, completion: s.completions[g] }));
-    const lp = completionLogprobs(this.lm.model, batch, { entropy: true });
+    // Every completion in the batch (an empty one scores nothing): sequenceOf indexes s.completions.
+    const lp = completionLogprobs(
+      this.lm.model,
+      s.completions.map((completion) => ({ prompt: s.promptIds, completion })),
+      { entropy: true },
+    );
+    // The run's algorithm turns the scored tokens into this sample's loss (rl/algorithms/).
+    const { loss, clipped, klSum, klTokens } = algorithmNamed(this.spec.algorithm).loss({ ...lp, scored: scored.length }, s, this.spec, weight);
     const R = lp.sequenceOf.length;
-    // c[t]: weight of token t in its sequence's aggregate, already divided by #scored sequences.
-    const c = new Float64Array(R);
-    const A = new Float64Array(R);
-    const w = new Float64Array(R).fill(1);
-    const oldFlat = new Float64Array(R);
-    const refFlat = new Float64Array(R);
-    const pos = new Array<number>(batch.length).fill(0);
-    for (let t = 0; t < R; t++) {
-      const b = lp.sequenceOf[t];
-      const g = scored[b];
-      const k = pos[b]++;
-      c[t] = (tokenCoefficient(this.spec.lossAggregation, lp.lengths[b], this.spec.maxNewTokens) / batch.length) * weight;
-      A[t] = s.advantages[g];
-      oldFlat[t] = s.oldLogprobs[g]?.[k] ?? 0;
-      refFlat[t] = s.refLogprobs?.[g]?.[k] ?? 0;
-      w[t] = s.tokenWeights?.[g]?.[k] ?? 1;
-    }
-    let loss: Tensor;
-    let clipped = 0;
-    if (this.spec.ppoClipEps === null) {
-      loss = weightedSum(
-        lp.tokenLogprobs,
-        c.map((ct, t) => -ct * A[t] * w[t]),
-      );
-    } else {
-      const eps = this.spec.ppoClipEps;
-      const ratio = exp(sub(lp.tokenLogprobs, tensor(oldFlat)));
-      const At = tensor(A);
-      loss = weightedSum(
-        minimum(mul(ratio, At), mul(clamp(ratio, 1 - eps, 1 + eps), At)),
-        c.map((ct, t) => -ct * w[t]),
-      );
-      for (let t = 0; t < R; t++) if ((ratio.data[t] < 1 - eps && A[t] < 0) || (ratio.data[t] > 1 + eps && A[t] > 0)) clipped++;
-    }
-    let klSum = 0;
-    let klTokens = 0;
-    if (s.refLogprobs) {
-      klSum = klK3(lp.tokenLogprobs.data, refFlat);
-      klTokens = R;
-    }
-    if (this.spec.referenceKl?.mode === 'loss' && s.refLogprobs) {
-      // β · Σ_t c_t · k3_t, k3 = exp(ref − logπ) − (ref − logπ) − 1, gradient through logπ only
-      const d = sub(tensor(refFlat), lp.tokenLogprobs);
-      const sumC = c.reduce((x, y) => x + y, 0);
-      const kl = add(weightedSum(sub(exp(d), d), c), tensor([-sumC]));
-      loss = add(loss, scale(kl, this.spec.referenceKl.coef));
-    }
     const value = loss.item();
     if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);
     const entropySum = lp.entropy ? lp.entropy.reduce((a, b) => a + b, 0) : 0;

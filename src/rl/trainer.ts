@@ -14,9 +14,11 @@
 import { join, relative } from 'node:path';
 import { Rng } from '../engine/rng.js';
 import { setPrecision } from '../engine/runtime.js';
-import { advantages, agentReturns, jointActionsPerNode, mean, shapeWithKl } from './advantage.js';
+import { agentReturns, jointActionsPerNode, mean } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
+import type { Algorithm } from './algorithms/algorithm.js';
+import { algorithmNamed } from './algorithms/index.js';
 import { fire, type TrainerCallback } from './callbacks.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
@@ -76,6 +78,8 @@ export interface TrainOptions {
 
 export class MAGRPOTrainer<Item> {
   readonly config: MagrpoConfig;
+  /** What the team is trained with (`trainer.algorithm`; rl/algorithms/). */
+  readonly algorithm: Algorithm;
   readonly task: Task<Item>;
   readonly agents: AgentHandle[];
   readonly logger: MetricsLogger;
@@ -112,6 +116,7 @@ export class MAGRPOTrainer<Item> {
     }
     this.config = resolveConfig({ ...opts.config, num_agents: models.length });
     const c = this.config;
+    this.algorithm = algorithmNamed(c.algorithm);
     setPrecision(c.precision); // process-wide: sampling, log-probs and updates all see the same products
     if (c.num_turns > 1 && !opts.task.transition)
       throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);
@@ -140,6 +145,7 @@ export class MAGRPOTrainer<Item> {
     const c = this.config;
     return {
       index,
+      algorithm: c.algorithm,
       modelDir,
       seed: (c.seed * 1000003 + index * 7919 + 1) >>> 0,
       lr: perAgent(c.agent_learning_rate, index),
@@ -168,6 +174,10 @@ export class MAGRPOTrainer<Item> {
    */
   private estimatedOptimizerSteps(): number {
     const c = this.config;
+    if (this.algorithm.schedule === 'offline') {
+      const pairs = this.task.dataset.length * (this.algorithm.samplesPerItem?.(c) ?? 1);
+      return Math.max(1, Math.ceil(pairs / (c.train_batch_size ?? c.rollout_buffer_size)) * c.num_train_epochs);
+    }
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     const mb = c.train_batch_size ?? c.rollout_buffer_size;
     // Turns of one item's nodes in env-step order (depth-first pre-order), as buffers receive them.
@@ -199,6 +209,7 @@ export class MAGRPOTrainer<Item> {
   /** The training loop (CoMLRL `train`): epochs × items, evaluation, drains, checkpoints. */
   async train(o: TrainOptions = {}): Promise<{ envStep: number; items: number; eval: Record<string, number> }> {
     if (o.resumeFrom) await this.restore(o.resumeFrom);
+    if (this.algorithm.schedule === 'offline') return this.trainOffline(o);
     const c = this.config;
     const data = this.task.dataset;
     let lastEval: Record<string, number> = {};
@@ -223,15 +234,95 @@ export class MAGRPOTrainer<Item> {
       await this.drain(this.buffers.flatMap((b, i) => (b.length ? [i] : [])));
       if (this.unbuffered.length) this.logDrain([], []); // rewards of dropped groups, not yet logged
     }
+    return this.finish(lastEval, { epoch: this.epoch, index: 0 });
+  }
+
+  /** The end of a run: a last evaluation, the final checkpoint (at `pos`) and models, onTrainEnd. */
+  private async finish(lastEval: Record<string, number>, pos: { epoch: number; index: number }) {
+    const c = this.config;
     if (this.task.evalDataset?.length && c.eval_interval > 0) lastEval = await this.evaluate();
     if (c.output_dir) {
-      await this.checkpoint({ epoch: this.epoch, index: 0 });
+      await this.checkpoint(pos);
       await this.saveModels(join(c.output_dir, 'final'));
     }
     await this.flushLogs();
     const result = { envStep: this.envStep, items: this.items, eval: lastEval };
     await fire(this.callbacks, 'onTrainEnd', { ...result, stoppedEarly: false });
     return result;
+  }
+
+  /**
+   * Offline algorithms (MADPO): every training item's tree first (`index` = the next item), its
+   * samples kept in the buffers, one list per agent with the same items in the same order; then
+   * num_train_epochs shuffled passes over them (`epoch` = the next pass), one optimizer step per
+   * agent per minibatch, evaluation every eval_interval steps. Checkpoints follow save_steps
+   * while items are rolled out, then the last item and every pass; a stop request is honoured
+   * between items and between passes, so a resume is exact.
+   */
+  private async trainOffline(o: TrainOptions) {
+    const c = this.config;
+    const data = this.task.dataset;
+    let lastEval: Record<string, number> = {};
+    if (this.items === 0) this.logger.hparams(c, ['turn_1/reward_mean', 'eval/turn_1/reward_mean']);
+    await fire(this.callbacks, 'onTrainBegin', { config: c, items: this.items, envStep: this.envStep });
+    const rollingOut = this.index < data.length;
+    for (; this.index < data.length; this.index++) {
+      if (this.stopRequested || (o.maxItems !== undefined && this.items >= o.maxItems)) return this.stopEarly(lastEval);
+      const samples = this.nodeSamples(await this.scoredTree(data[this.index], this.index));
+      for (const s of samples) this.buffers[s.agent].push(s);
+      this.logDrain(samples, []);
+      this.items++;
+      await new Promise((resolve) => setImmediate(resolve));
+      const progress = { epoch: 0, index: this.index, items: this.items, totalItems: data.length, envStep: this.envStep };
+      this.opts.onItem?.(progress);
+      await this.flushLogs();
+      await fire(this.callbacks, 'onStepEnd', progress);
+      if (c.output_dir && c.save_steps > 0 && this.items % c.save_steps === 0 && this.index + 1 < data.length)
+        await this.checkpoint({ epoch: 0, index: this.index + 1 });
+    }
+    const n = this.buffers[0].length;
+    if (n === 0)
+      (this.opts.onWarning ?? ((m: string) => process.stderr.write(`[magrpo] warning: ${m}\n`)))(
+        `${c.algorithm}: no training samples (every item's candidates tied)`,
+      );
+    if (rollingOut && c.output_dir) await this.checkpoint({ epoch: this.epoch, index: data.length });
+    const mb = c.train_batch_size ?? c.rollout_buffer_size;
+    for (; this.epoch < c.num_train_epochs && n > 0; this.epoch++) {
+      if (this.stopRequested) return this.stopEarly(lastEval);
+      const order = this.rng.shuffle(Array.from({ length: n }, (_, k) => k));
+      for (let k = 0; k < n; k += mb) {
+        const step = this.epoch * Math.ceil(n / mb) + k / mb;
+        if (c.eval_interval > 0 && step % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
+        await this.offlineStep(order.slice(k, k + mb));
+        await this.flushLogs();
+      }
+      if (c.output_dir && this.epoch + 1 < c.num_train_epochs) await this.checkpoint({ epoch: this.epoch + 1, index: data.length });
+    }
+    return this.finish(lastEval, { epoch: this.epoch, index: data.length });
+  }
+
+  /**
+   * One optimizer step of every agent on the buffered samples `picked` (offline): the algorithm's
+   * teamBatch sees the team's current log-probs first. Each sample's completions count as that
+   * many env steps (a preference pair: its two joint actions, as CoMLRL's environment_steps_per_pair).
+   */
+  private async offlineStep(picked: number[]): Promise<void> {
+    const batch = this.agents.map((a) => picked.map((j) => this.buffers[a.index][j].loss));
+    let samples = batch;
+    let metrics: Record<string, number> = {};
+    if (this.algorithm.teamBatch) {
+      const logprobs = await forEachAgent(this.agents, (a) => a.sequenceLogprobs(batch[a.index]));
+      ({ samples, metrics } = this.algorithm.teamBatch(batch, logprobs));
+    }
+    const t0 = performance.now();
+    const stats = await forEachAgent(this.agents, (a) => a.update([samples[a.index]]));
+    this.timing.update += performance.now() - t0;
+    this.envStep += batch[0].reduce((acc, s) => acc + s.completions.length, 0);
+    this.logDrain(
+      picked.flatMap((j) => this.buffers.map((b) => b[j])),
+      stats.map((st, i) => [i, st] as const),
+      { step: this.envStep, metrics },
+    );
   }
 
   /** Hands entries logged since the last call to the callbacks' onLog, in order. */
@@ -256,15 +347,7 @@ export class MAGRPOTrainer<Item> {
 
   /** One item: rollout tree → returns → per-agent node samples → buffers (drained when full). */
   async trainStep(item: Item, itemIndex = 0): Promise<TreeNode> {
-    const times = { sampling: 0, reward: 0 };
-    const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
-    computeReturns(root, this.config.discount);
-    this.envStep = lastEnvStep(root);
-    this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
-    await fire(this.callbacks, 'onTree', { itemIndex, envStep: this.envStep, root });
-    this.timing.sampling += times.sampling;
-    this.timing.reward += times.reward;
-    this.timing.items++;
+    const root = await this.scoredTree(item, itemIndex);
     const all = this.nodeSamples(root);
     if (this.config.uniform_item_skip_epochs > 0) {
       if (all.every((s) => s.uniform)) this.uniformItems.set(itemIndex, this.epoch);
@@ -281,6 +364,20 @@ export class MAGRPOTrainer<Item> {
     return root;
   }
 
+  /** The scored rollout tree of one item, its returns computed; the env step moves past it. */
+  private async scoredTree(item: Item, itemIndex: number): Promise<TreeNode> {
+    const times = { sampling: 0, reward: 0 };
+    const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
+    computeReturns(root, this.config.discount);
+    this.envStep = lastEnvStep(root);
+    this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
+    await fire(this.callbacks, 'onTree', { itemIndex, envStep: this.envStep, root });
+    this.timing.sampling += times.sampling;
+    this.timing.reward += times.reward;
+    this.timing.items++;
+    return root;
+  }
+
   /**
    * uniform_item_skip_epochs: an item whose whole tree was uniform in epoch e sits out epochs
    * e+1 … e+k and is sampled again in epoch e+k+1 (the policy may have moved on).
@@ -291,21 +388,21 @@ export class MAGRPOTrainer<Item> {
     return k > 0 && last !== undefined && this.epoch > last && this.epoch - last <= k;
   }
 
-  /** Per node and agent: returns_i (aligned R, cross credit), KL shaping, advantages (§1.5, §1.7, §1.8). */
+  /** Per node and agent: what the algorithm trains on (the MAGRPO family: one sample with advantages; MADPO: its pairs). */
   nodeSamples(root: TreeNode): NodeSample[] {
     const c = this.config;
     const G = c.num_generations;
     const out: NodeSample[] = [];
     for (const node of postOrder(root)) {
+      const losses = this.algorithm.samples(node, c, this.rng);
       for (let i = 0; i < this.agents.length; i++) {
         const group = node.groups[i];
         const R = agentReturns(node.returns, node.joint, i, G, c.cross_credit);
-        const shaped = c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping' ? shapeWithKl(R, group.refKl ?? null, c.reference_kl_coef) : R;
         const componentNames = new Set(node.components.flatMap((x) => Object.keys(x)));
         const fluency = c.fluency_metrics ? groupFluency(group, this.task.outputKind !== 'code') : {};
         const warning = c.fluency_metrics ? this.fluency.observe(i, fluency, group.completions[0]?.text ?? '') : null;
         if (warning) (this.opts.onWarning ?? ((m: string) => process.stderr.write(`[magrpo] warning: ${m}\n`)))(warning);
-        out.push({
+        const meta = {
           agent: i,
           turn: node.turn,
           envStep: node.envStep,
@@ -315,15 +412,8 @@ export class MAGRPOTrainer<Item> {
           components: Object.fromEntries([...componentNames].map((n) => [n, mean(node.components.map((x) => x[n] ?? 0))])),
           uniform: R.every((r) => Math.abs(r - R[0]) <= 1e-9 * Math.max(1, Math.abs(R[0]))),
           fluency,
-          loss: {
-            promptIds: group.promptIds,
-            completions: group.completions.map((x) => x.ids),
-            advantages: advantages(shaped, c.advantage_mode, c.advantage_normalization),
-            oldLogprobs: group.completions.map((x) => x.logprobs),
-            refLogprobs: group.refLogprobs,
-            ...(group.completions.some((x) => x.samplerLogprobs) ? { samplerLogprobs: group.completions.map((x) => x.samplerLogprobs ?? []) } : {}),
-          },
-        });
+        };
+        for (const loss of losses[i]) out.push({ ...meta, loss });
       }
     }
     return out;
@@ -363,12 +453,19 @@ export class MAGRPOTrainer<Item> {
     );
   }
 
-  /** Logs the drained samples (plus those drop_uniform_groups kept out of the buffers) and the agents' update stats. */
-  private logDrain(drainedSamples: NodeSample[], stats: (readonly [number, UpdateStats])[]): void {
+  /**
+   * Logs the drained samples (plus those drop_uniform_groups kept out of the buffers) and the
+   * agents' update stats, at the samples' last env step unless `at.step` says otherwise.
+   */
+  private logDrain(
+    drainedSamples: NodeSample[],
+    stats: (readonly [number, UpdateStats])[],
+    at: { step?: number; metrics?: Record<string, number> } = {},
+  ): void {
     const samples = [...drainedSamples, ...this.unbuffered];
     this.unbuffered = [];
     if (samples.length === 0) return;
-    const m: Record<string, number> = {};
+    const m: Record<string, number> = { ...at.metrics };
     for (const turn of [...new Set(samples.map((s) => s.turn))]) {
       const g = samples.filter((s) => s.turn === turn);
       const k = `turn_${turn + 1}`;
@@ -405,7 +502,8 @@ export class MAGRPOTrainer<Item> {
       m['time/reward_s'] = t.reward / 1000 / t.items;
       m['time/update_s'] = t.update / 1000 / t.items;
     }
-    if (this.logger.train(Math.max(...samples.map((s) => s.envStep)), m)) Object.assign(this.timing, { sampling: 0, reward: 0, update: 0, items: 0 });
+    if (this.logger.train(at.step ?? Math.max(...samples.map((s) => s.envStep)), m))
+      Object.assign(this.timing, { sampling: 0, reward: 0, update: 0, items: 0 });
   }
 
   /** Evaluates on the first eval_num_samples eval items and logs at the current env step. */

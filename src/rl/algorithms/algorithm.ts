@@ -1,0 +1,141 @@
+/**
+ * What an algorithm is (docs/algorithms.md lists them; CONTRIBUTING.md "Add an algorithm"):
+ *
+ *   options   its own config keys, zod fields merged flat into the trainer section, TRL style
+ *   defaults  the values it gives shared keys unless the config sets them (MAREINFORCE: no baseline)
+ *   check     what it refuses in a resolved config, by key (MADPO: num_turns > 1)
+ *   schedule  what it needs from rollouts: online (train as each item's tree is scored) or
+ *             offline (score every item first, then epochs over what they gave)
+ *   samples   per agent, the loss samples of one scored tree node
+ *   teamBatch what a step needs from the whole team (MADPO: the other agents' log-ratios)
+ *   loss      one sample's loss for one agent on the learner's log-probs (rl/learner.ts)
+ *
+ * What it saves follows from its schedule: online algorithms checkpoint their pending buffers,
+ * offline ones the samples of every item (rl/trainer.ts). Modules here import only the engine,
+ * rl/advantage.ts and this file, so the learner (below the trainer) can call their losses.
+ */
+import type { z } from 'zod';
+import type { Rng } from '../../engine/rng.js';
+import type { Tensor } from '../../engine/tensor.js';
+
+/** One node sample ready for the loss: a prompt's completions and what the algorithm's loss reads. */
+export interface LossSample {
+  promptIds: number[];
+  completions: number[][];
+  /** Policy gradient: one advantage per completion (a preference pair's are unused: []). */
+  advantages: number[];
+  /** Sampling-time log-probs per token (π_old), for PPO ratios. */
+  oldLogprobs: number[][];
+  refLogprobs?: number[][];
+  /** Remote sampler's log-probs per token (empty: unknown), for truncated importance sampling. */
+  samplerLogprobs?: number[][];
+  /**
+   * Per completion, per token: a factor on that token's policy-gradient term (truncated
+   * importance-sampling weights of remote rollouts); absent = 1. The KL term is not weighted.
+   */
+  tokenWeights?: number[][];
+  /** A preference pair (MADPO): completions are [winner, loser]; its loss is DPO's (algorithms/madpo.ts). */
+  preference?: PreferenceTerms;
+}
+
+/** What a preference pair's loss needs besides the agent's own log-probs. */
+export interface PreferenceTerms {
+  /** β of DPO. */
+  beta: number;
+  /** Σ_j≠i of the other agents' log π_j(y_w) − log π_j(y_l), current weights, no gradient (the trainer fills it per update). */
+  otherDelta: number;
+  /** Σ_j of log π_ref,j(y_w) − log π_ref,j(y_l) over every agent (0 when reference-free). */
+  refDelta: number;
+}
+
+/** Per-run loss settings of one agent's learner (rl/learner.ts LearnerSpec extends them). */
+export interface LossSettings {
+  index: number;
+  /** The run's algorithm (its loss is used); absent: magrpo. */
+  algorithm?: string;
+  lossAggregation: 'sequence_sum' | 'token_mean' | 'constant_norm';
+  maxNewTokens: number;
+  ppoClipEps: number | null;
+  referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
+}
+
+/** One sample's completions scored by the learner's forward pass (model/logprobs.ts). */
+export interface ScoredTokens {
+  /** [R] log π of every completion token, completions concatenated in order; differentiable. */
+  tokenLogprobs: Tensor;
+  /** [R] the sample's completion each token belongs to. */
+  sequenceOf: Int32Array;
+  /** Tokens of each completion of the sample (0: empty, nothing scored). */
+  lengths: number[];
+  /** Completions with at least one token. */
+  scored: number;
+}
+
+/** One sample's loss: the graph to differentiate (already × its weight) and what is logged of it. */
+export interface LossTerms {
+  loss: Tensor;
+  /** Fraction numerator: tokens whose PPO term was clipped. */
+  clipped: number;
+  /** Σ of per-token k3 KL against the reference, over `klTokens` tokens (0, 0 without one). */
+  klSum: number;
+  klTokens: number;
+}
+
+/** A problem with a config key, reported as `key: message` (rl/config.ts ConfigIssue). */
+export interface KeyProblem {
+  path: string[];
+  message: string;
+}
+
+/** The shared trainer keys algorithms read (declared in rl/config.ts; its MagrpoConfig has them all). */
+export interface SharedConfig {
+  algorithm: string;
+  num_agents: number;
+  num_generations: number;
+  num_turns: number;
+  joint_mode: 'aligned' | 'cross';
+  lr_scheduler: 'constant' | 'linear' | 'cosine';
+  learner: { backend: 'local' | 'torch' };
+}
+
+/** A tree node after scoring, as algorithms read it (rl/rollout.ts TreeNode is one). */
+export interface ScoredNode {
+  turn: number;
+  /** Per agent: the prompt's ids and its G completions with their sampling-time log-probs. */
+  groups: readonly {
+    promptIds: number[];
+    completions: readonly { ids: number[]; logprobs: number[]; samplerLogprobs?: number[] }[];
+    refLogprobs?: number[][];
+    refKl?: number[];
+  }[];
+  /** Joint actions as per-agent completion indices, with their rewards and returns. */
+  joint: readonly (readonly number[])[];
+  rewards: readonly number[];
+  returns: readonly number[];
+}
+
+export interface Algorithm<Own = object> {
+  /** The value of `trainer.algorithm`. */
+  readonly name: string;
+  /** Paper and reference class, for docs and messages. */
+  readonly paper: string;
+  /** Its own keys (TRL-style documented zod fields), flat in the trainer section; set under another algorithm they are an error. */
+  readonly options: z.ZodRawShape;
+  /** Values it gives keys the trainer section leaves unset (read before validation; MARLOO: advantage_mode rloo). */
+  defaults?(section: Readonly<Record<string, unknown>>): Record<string, unknown>;
+  readonly schedule: 'online' | 'offline';
+  /** What it refuses in a resolved config, by key. */
+  check(c: SharedConfig & Own): KeyProblem[];
+  /** Per agent, the loss samples of one scored node (`rng` for random choices, e.g. pair selection). */
+  samples(node: ScoredNode, c: SharedConfig & Own, rng: Rng): LossSample[][];
+  /** Offline: the most samples one item gives (sizes the LR schedule). */
+  samplesPerItem?(c: SharedConfig & Own): number;
+  /**
+   * Offline: the minibatch each agent steps on, from every agent's minibatch (same items, same
+   * order) and the log-probs Σ_t log π of their completions under the team's current weights;
+   * with metrics of the batch. Absent: each agent steps on its own samples as they are.
+   */
+  teamBatch?(batch: readonly (readonly LossSample[])[], logprobs: readonly number[][][]): { samples: LossSample[][]; metrics: Record<string, number> };
+  /** One sample's loss on the agent's log-probs of its scored completions, × `weight`. */
+  loss(lp: ScoredTokens, s: LossSample, settings: LossSettings, weight: number): LossTerms;
+}
