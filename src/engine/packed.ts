@@ -44,6 +44,18 @@ interface Pack {
   data: FloatArray;
 }
 
+/**
+ * A low-rank update W + scale · B·A of a weight W stored [N, K] (a LoRA adapter: A [r, K],
+ * B [N, r]), folded into its pack so that a decode step reads one matrix. The merged product
+ * differs from W's plus the adapter's by float rounding only.
+ */
+export interface LowRankDelta {
+  A: FloatArray;
+  B: FloatArray;
+  r: number;
+  scale: number;
+}
+
 /** The packs current in a scope, and their bytes (against PACK_BUDGET_BYTES). */
 interface ScopeState {
   packs: Set<Pack>;
@@ -107,11 +119,25 @@ export interface PackedWeight {
  * `rows` rows, or null when this product should not use one (no scope, packing off, rows out of
  * range, the scope's budget spent). bf16 under precision bf16, else fp32.
  */
-export function packedWeight(be: Backend, B: FloatArray, transB: boolean, rows: number, N: number, K: number): PackedWeight | null {
+export function packedWeight(
+  be: Backend,
+  B: FloatArray,
+  transB: boolean,
+  rows: number,
+  N: number,
+  K: number,
+  delta: LowRankDelta | null = null,
+): PackedWeight | null {
   if (scope === null || !enabled || rows < PACKED_MIN_ROWS || rows > PACKED_MAX_ROWS) return null;
+  if (delta !== null && (!transB || delta.A.length !== delta.r * K || delta.B.length !== N * delta.r)) {
+    throw new Error(`packedWeight: a low-rank delta of rank ${delta.r} does not fit a [${N}, ${K}] weight stored ${transB ? '[N, K]' : '[K, N]'}`);
+  }
   const bf16 = be.getPrecision() !== 'fp32';
-  // One array may be read both ways (a tied embedding is also the LM head): a pack per use.
-  let packs = packsOf.get(B) ?? [];
+  // One array may be read both ways (a tied embedding is also the LM head): a pack per use. A
+  // merged pack belongs to its adapter (one base weight may serve several agents' adapters), and
+  // goes with it.
+  const owner = delta?.A ?? B;
+  let packs = packsOf.get(owner) ?? [];
   let pack = packs.find((p) => p.transB === transB && p.bf16 === bf16 && p.N === N && p.K === K);
   if (pack !== undefined && scope.packs.has(pack)) return pack;
   const floats = be.packedFloats(N, K, bf16);
@@ -124,9 +150,22 @@ export function packedWeight(be: Backend, B: FloatArray, transB: boolean, rows: 
   }
   if (pack === undefined) {
     pack = { transB, bf16, N, K, data: new (B.constructor as Float32ArrayConstructor)(floats) };
-    packsOf.set(B, [...packs, pack]);
+    packsOf.set(owner, [...packs, pack]);
   }
-  be.packB(transB, N, K, B, 0, transB ? K : N, pack.data, bf16);
+  if (delta === null) be.packB(transB, N, K, B, 0, transB ? K : N, pack.data, bf16);
+  else {
+    const merged = mergeScratch(B, N * K);
+    merged.set(B.subarray(0, N * K));
+    be.gemm(false, false, N, K, delta.r, delta.scale, delta.B, 0, delta.r, delta.A, 0, K, 1, merged, 0, K);
+    be.packB(true, N, K, merged, 0, K, pack.data, bf16);
+  }
   scope.packs.add(pack);
   return pack;
+}
+
+/** One weight's worth of room to merge a delta in before packing (packing is synchronous, one weight at a time). */
+let scratch: FloatArray | null = null;
+function mergeScratch(like: FloatArray, n: number): FloatArray {
+  if (scratch === null || scratch.length < n || scratch.constructor !== like.constructor) scratch = new (like.constructor as Float32ArrayConstructor)(n);
+  return scratch.subarray(0, n);
 }

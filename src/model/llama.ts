@@ -118,17 +118,23 @@ export class LlamaModel extends CausalLM {
 
   /**
    * A decode step (one new token per row) in one backend call, when it can be: weights packed
-   * for this many rows (inside a sampling call, engine/packed.ts), no LoRA adapter, no gradient,
-   * float32, logits for every row. Null otherwise, and the layer-by-layer forward runs: both give
-   * the same products in the same order.
+   * for this many rows (inside a sampling call, engine/packed.ts), no gradient, float32, logits
+   * for every row. Null otherwise, and the layer-by-layer forward runs: both give the same products
+   * in the same order, except that LoRA adapters are merged into their packs here (W + s·B·A, equal
+   * to the separate products up to float rounding).
    */
   private fusedDecodeStep(ids: Int32Array, B: number, positions: Int32Array, cache: KVCache, opts: ForwardOptions): Tensor | null {
     const c = this.config;
-    if (!fusedDecode || this.lora.size > 0 || isGradEnabled() || getDType() !== 'float32') return null;
+    if (!fusedDecode || isGradEnabled() || getDType() !== 'float32') return null;
     if (opts.outputRows && (opts.outputRows.length !== B || opts.outputRows.some((r, i) => r !== i))) return null;
     const { hiddenSize: C, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const be = backend();
-    const pack = (name: string, N: number, K: number): FloatArray | null => packedWeight(be, this.param(name).data, true, B, N, K)?.data ?? null;
+    // A projection's LoRA adapter is folded into its pack: one product per projection, as without one.
+    const pack = (name: string, N: number, K: number): FloatArray | null => {
+      const ad = this.lora.get(name.slice(0, -'.weight'.length));
+      const delta = ad ? { A: ad.A.data, B: ad.B.data, r: ad.A.shape[0], scale: ad.scale } : null;
+      return packedWeight(be, this.param(name).data, true, B, N, K, delta)?.data ?? null;
+    };
     const bias = (name: string) => this.params.get(`${name}.bias`)?.data ?? null;
     const head = pack(c.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight', V, C);
     if (head === null) return null; // no pack scope, or rows outside the packs' range
