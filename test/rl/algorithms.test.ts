@@ -1,0 +1,189 @@
+/**
+ * The algorithm interface (src/rl/algorithms/): selection by `trainer.algorithm`, each algorithm's
+ * keys, defaults and refusals, MADPO's pair selection, and MADPO end to end on a tiny model
+ * (its numerics against PyTorch are in trainer-pytorch.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Rng } from '../../src/engine/rng.js';
+import { setBackend } from '../../src/engine/runtime.js';
+import type { LocalAgent } from '../../src/rl/agent-pool.js';
+import { selectPairs } from '../../src/rl/algorithms/madpo.js';
+import { resolveCheckpoint } from '../../src/rl/checkpoint.js';
+import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
+import { MemorySink } from '../../src/rl/metrics.js';
+import type { Task } from '../../src/rl/task.js';
+import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { configProblems as problems } from '../helpers/config-problems.js';
+import { makeTinyModel } from '../helpers/tiny-model.js';
+
+describe('trainer.algorithm: keys, defaults, refusals', () => {
+  it('magrpo is the default; the family members fix their baseline and default to no normalisation', () => {
+    assert.equal(resolveConfig({}).algorithm, 'magrpo');
+    for (const [algorithm, mode] of [
+      ['mareinforce', 'raw'],
+      ['marloo', 'rloo'],
+      ['maremax', 'max'],
+    ] as const) {
+      const c = resolveConfig({ algorithm });
+      assert.equal(c.advantage_mode, mode, algorithm);
+      assert.equal(c.advantage_normalization, false, algorithm);
+      // the reference's setting stays available
+      assert.equal(resolveConfig({ algorithm, advantage_normalization: true }).advantage_normalization, true);
+    }
+    assert.deepEqual(problems({ algorithm: 'marloo', advantage_mode: 'mean' }), [
+      'advantage_mode: algorithm marloo is advantage_mode rloo, got mean; for another baseline use algorithm magrpo',
+    ]);
+  });
+
+  it('madpo: the reference defaults, num_generations follows the candidates, and a resolved config reloads', () => {
+    const c = resolveConfig({ algorithm: 'madpo' });
+    assert.equal(c.preference_num_candidates, 80);
+    assert.equal(c.num_generations, 80);
+    assert.equal(c.preference_pairs_per_sample, 16);
+    assert.equal(c.pair_selection, 'reward_gap');
+    assert.equal(c.dpo_beta, 0.1);
+    assert.equal(c.reference_free, false);
+    assert.equal(resolveConfig({ algorithm: 'madpo', preference_num_candidates: 6 }).num_generations, 6);
+    // run directories keep the resolved config, every key listed: it must load again
+    assert.deepEqual(resolveConfig(c), c);
+    assert.deepEqual(resolveConfig(resolveConfig({ algorithm: 'maremax' })), resolveConfig({ algorithm: 'maremax' }));
+  });
+
+  it("another algorithm's keys, and what madpo cannot do, are errors naming the key", () => {
+    assert.deepEqual(problems({ dpo_beta: 0.5 }), ["dpo_beta: a key of algorithm madpo; this run's algorithm is magrpo"]);
+    assert.deepEqual(problems({ algorithm: 'madpo', ppo_clip_eps: 0.2 }), [
+      "ppo_clip_eps: a key of algorithm magrpo / mareinforce / marloo / maremax; this run's algorithm is madpo",
+    ]);
+    assert.deepEqual(problems({ algorithm: 'madpo', num_turns: 2 }), ['num_turns: madpo is single-turn (num_turns 1), got 2']);
+    assert.deepEqual(problems({ algorithm: 'madpo', pair_selection: 'all' }), [
+      'preference_pairs_per_sample: pair_selection all keeps every pair: set preference_pairs_per_sample to null',
+    ]);
+    assert.equal(resolveConfig({ algorithm: 'madpo', pair_selection: 'all', preference_pairs_per_sample: null }).pair_selection, 'all');
+    assert.match(problems({ algorithm: 'madpo', num_generations: 4 })[0], /^num_generations: madpo samples preference_num_candidates \(80\)/);
+    assert.match(problems({ algorithm: 'madpo', joint_mode: 'cross' })[0], /^joint_mode: madpo pairs aligned joint actions/);
+    assert.match(problems({ algorithm: 'madpo', lr_scheduler: 'cosine' })[0], /^lr_scheduler: /);
+    assert.match(problems({ algorithm: 'madpo', learner: { backend: 'torch' } })[0], /^learner\.backend: the PyTorch learner has no DPO loss yet/);
+    assert.match(problems({ algorithm: 'dpo' })[0], /^algorithm: got "dpo", expected one of "magrpo", .*"madpo"/);
+  });
+});
+
+describe('MADPO pair selection (CoMLRL _select_preference_pair_indices)', () => {
+  const rewards = [0.2, 0.9, 0.5, 0.5];
+  const rng = () => new Rng(7);
+  it('reward_gap: largest gap first, ties in candidate order, capped; equal rewards give no pair', () => {
+    assert.deepEqual(selectPairs(rewards, 'reward_gap', 4, rng()), [
+      [1, 0],
+      [1, 2],
+      [1, 3],
+      [2, 0],
+    ]);
+    assert.deepEqual(selectPairs([0.3, 0.3, 0.3], 'reward_gap', null, rng()), []);
+  });
+  it('all: every ordered pair with r_w > r_l, in candidate order', () => {
+    assert.deepEqual(selectPairs(rewards, 'all', null, rng()), [
+      [1, 0],
+      [1, 2],
+      [1, 3],
+      [2, 0],
+      [3, 0],
+    ]);
+  });
+  it('random: `limit` of those pairs, chosen by the RNG', () => {
+    const all = selectPairs(rewards, 'all', null, rng()).map(String);
+    const picks = [1, 2, 3, 4, 5].map((seed) => selectPairs(rewards, 'random', 2, new Rng(seed)).map(String));
+    for (const p of picks) {
+      assert.equal(p.length, 2);
+      for (const pair of p) assert.ok(all.includes(pair), pair);
+    }
+    assert.ok(new Set(picks.map((p) => p.join(' '))).size > 1, 'different seeds choose differently');
+  });
+});
+
+describe('MADPO end to end (tiny model, native backend)', () => {
+  type Item = { prompt: string };
+  let dir = '';
+  before(() => {
+    setBackend('native');
+    dir = makeTinyModel({ seed: 3 });
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  /** Coordination: the team scores 1 when both agents say the same non-empty word. */
+  const task: Task<Item> = {
+    dataset: Array.from({ length: 6 }, () => ({ prompt: 'go' })),
+    reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0),
+  };
+  const config: MagrpoConfigInput = {
+    algorithm: 'madpo',
+    preference_num_candidates: 8,
+    preference_pairs_per_sample: 4,
+    dpo_beta: 0.5,
+    max_new_tokens: 1,
+    temperature: 1,
+    top_k: null,
+    top_p: 1,
+    eval_interval: 0,
+    logging_steps: 1,
+    train_batch_size: 4,
+    agent_learning_rate: 0.02,
+    num_train_epochs: 3,
+  };
+  const weights = (t: MAGRPOTrainer<Item>, i: number) =>
+    new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+
+  it('pairs come from every item first, then the team learns to prefer the winners', async () => {
+    const sink = new MemorySink();
+    const t = new MAGRPOTrainer({ task, model: dir, sinks: [sink], config });
+    await t.train();
+    const pairs = (t as unknown as { buffers: unknown[][] }).buffers[0].length;
+    assert.ok(pairs > 0 && pairs <= 6 * 4, `${pairs} pairs`);
+    const steps = Math.ceil(pairs / 4) * 3;
+    assert.equal(sink.series('agent_0/loss').length, steps, 'one optimizer step per batch per epoch');
+    assert.equal(sink.series('agent_1/loss').length, steps);
+    const margin = sink.series('preference/margin').map((p) => p.value);
+    const accuracy = sink.series('preference/accuracy').map((p) => p.value);
+    // the policies start as the reference: every joint log-ratio is 0
+    assert.ok(Math.abs(margin[0]) < 1e-4, `first margin ${margin[0]}`);
+    assert.ok(margin[margin.length - 1] > 0.5, `margin ${margin[0]} → ${margin[margin.length - 1]}`);
+    assert.equal(accuracy[accuracy.length - 1], 1, 'every pair ranked right after training');
+    const loss = sink.series('agent_0/loss').map((p) => p.value);
+    assert.ok(Math.abs(loss[0] - Math.LN2) < 1e-4, `first loss ${loss[0]} is log 2`);
+    await t.close();
+  });
+
+  it('a run stopped after its first epoch and resumed ends with the same weights; the checkpoint holds the pairs', async () => {
+    const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
+    try {
+      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      await full.train();
+      let saves = 0;
+      const first: MAGRPOTrainer<Item> = new MAGRPOTrainer({
+        task,
+        model: dir,
+        config: { ...config, output_dir: b },
+        // checkpoints: after the last item, then after each epoch; stop once the first epoch is saved
+        callbacks: [{ onSave: () => void (++saves === 2 && first.requestStop()) }],
+      });
+      await first.train();
+      await first.close();
+      const state = JSON.parse(readFileSync(join(resolveCheckpoint(b), 'trainer_state.json'), 'utf8'));
+      assert.equal(state.epoch, 1, 'stopped before the second epoch');
+      assert.ok(state.buffers[0].length > 0 && state.buffers[0][0].loss.preference, 'the pairs are saved');
+      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      await resumed.train({ resumeFrom: b });
+      assert.equal(resumed.envStep, full.envStep);
+      for (let i = 0; i < 2; i++) {
+        const [wa, wb] = [weights(full, i), weights(resumed, i)];
+        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
+      }
+      await full.close();
+      await resumed.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+});
