@@ -13,10 +13,11 @@ import { AdamW, clipGradNorm, gradNorm, lrMultiplier, type ScheduleKind } from '
 import { phase } from '../engine/profile.js';
 import { backward } from '../engine/tensor.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
-import { completionLogprobs } from '../model/logprobs.js';
+import { completionLogprobs, groupLogprobs } from '../model/logprobs.js';
 import { saveLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
+import { sharedPrefill } from '../model/sample.js';
 import type { LossSample, LossSettings } from './algorithms/algorithm.js';
 import { algorithmNamed } from './algorithms/index.js';
 
@@ -180,14 +181,20 @@ export class LocalLearner implements Learner {
     };
   }
 
-  /** The loss graph of one sample (forward only) and what is read from it before backward. */
+  /**
+   * The loss graph of one sample (forward only) and what is read from it before backward. The G
+   * completions share their prompt, which runs once (model/logprobs.ts groupLogprobs) unless
+   * shared prefill is off (MAGRPO_SHARED_PREFILL=0: every completion as its own sequence).
+   */
   private lossGraph(s: LossSample, scored: number[], weight: number) {
-    // Every completion in the batch (an empty one scores nothing): sequenceOf indexes s.completions.
-    const lp = completionLogprobs(
-      this.lm.model,
-      s.completions.map((completion) => ({ prompt: s.promptIds, completion })),
-      { entropy: true },
-    );
+    const model = this.lm.model;
+    const lp = sharedPrefill()
+      ? groupLogprobs(model, s.promptIds, s.completions, { entropy: true })
+      : completionLogprobs(
+          model,
+          s.completions.map((completion) => ({ prompt: s.promptIds, completion })),
+          { entropy: true },
+        );
     // The run's algorithm turns the scored tokens into this sample's loss (rl/algorithms/).
     const { loss, clipped, klSum, klTokens } = algorithmNamed(this.spec.algorithm).loss({ ...lp, scored: scored.length }, s, this.spec, weight);
     const R = lp.sequenceOf.length;
