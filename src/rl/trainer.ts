@@ -141,6 +141,11 @@ export class MAGRPOTrainer<Item> {
     this.ctx = { task: this.task, config: c, agents: this.agents, formatters: formattersFor(this.task, models.length), itemIndex: 0 };
   }
 
+  /** Training items the run rolls out: every item each epoch (online), or each item once (offline). */
+  get totalItems(): number {
+    return this.task.dataset.length * (this.algorithm.schedule === 'offline' ? 1 : this.config.num_train_epochs);
+  }
+
   private agentSpec(modelDir: string, index: number): AgentSpec {
     const c = this.config;
     return {
@@ -225,7 +230,7 @@ export class MAGRPOTrainer<Item> {
         this.items++;
         // Model work is synchronous: let signals (Ctrl-C) and the dashboard's requests through.
         await new Promise((resolve) => setImmediate(resolve));
-        const progress = { epoch: this.epoch, index: this.index, items: this.items, totalItems: data.length * c.num_train_epochs, envStep: this.envStep };
+        const progress = { epoch: this.epoch, index: this.index, items: this.items, totalItems: this.totalItems, envStep: this.envStep };
         this.opts.onItem?.(progress);
         await this.flushLogs();
         await fire(this.callbacks, 'onStepEnd', progress);
@@ -273,7 +278,7 @@ export class MAGRPOTrainer<Item> {
       this.logDrain(samples, []);
       this.items++;
       await new Promise((resolve) => setImmediate(resolve));
-      const progress = { epoch: 0, index: this.index, items: this.items, totalItems: data.length, envStep: this.envStep };
+      const progress = { epoch: 0, index: this.index, items: this.items, totalItems: this.totalItems, envStep: this.envStep };
       this.opts.onItem?.(progress);
       await this.flushLogs();
       await fire(this.callbacks, 'onStepEnd', progress);

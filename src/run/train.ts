@@ -111,7 +111,6 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
   let progress: Progress | null = null;
   const say = opts.log ?? ((m: string) => (progress ? progress.log(m) : process.stderr.write(`${m}\n`)));
   const latest = new LatestSink(tracker);
-  const totalItems = split.train.length * prepared.trainer.num_train_epochs;
   const runHooks: TrainerCallback = {
     onStepEnd: (p) => {
       tracker.items = p.items;
@@ -134,6 +133,7 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
     // Fluency warnings (possible reward hacking) must stay visible above the progress bar.
     onWarning: (m) => say(`[magrpo] warning: ${m}`),
   });
+  const totalItems = trainer.totalItems;
   if (trainer.task.outputKind === 'code') {
     // The reward runs model-written code: say how well it is fenced in.
     const isolation = await sandboxIsolation();

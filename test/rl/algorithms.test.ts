@@ -137,6 +137,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
   it('pairs come from every item first, then the team learns to prefer the winners', async () => {
     const sink = new MemorySink();
     const t = new MAGRPOTrainer({ task, model: dir, sinks: [sink], config });
+    assert.equal(t.totalItems, 6, 'offline: each item is rolled out once, whatever num_train_epochs');
     await t.train();
     const pairs = (t as unknown as { buffers: unknown[][] }).buffers[0].length;
     assert.ok(pairs > 0 && pairs <= 6 * 4, `${pairs} pairs`);
