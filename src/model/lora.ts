@@ -66,6 +66,8 @@ const loraConfigs = new WeakMap<CausalLM, LoraConfig>();
 
 /** Folds every adapter into its base weight (W += (α/r)·B·A) and removes the adapters. */
 export function mergeLora(model: CausalLM): void {
+  if (model.sharesWeights)
+    throw new Error('mergeLora: this model shares its base weights with another (an agent or its reference); merge into a model of its own');
   noGrad(() => {
     for (const [name, ad] of model.lora) {
       const W = model.param(`${name}.weight`);

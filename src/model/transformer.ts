@@ -113,6 +113,9 @@ export interface LoraAdapter {
   readonly scale: number; // alpha / r
 }
 
+/** Models whose parameter tensors another model reads too (`CausalLM.sharedBase`). */
+const sharing = new WeakSet<object>();
+
 export abstract class CausalLM {
   readonly params = new Map<string, Tensor>();
   readonly lora = new Map<string, LoraAdapter>();
@@ -153,6 +156,27 @@ export abstract class CausalLM {
       else if (spec.init.kind === 'zeros') d.fill(0);
       else for (let i = 0; i < d.length; i++) d[i] = rng.normal() * spec.init.std;
     }
+  }
+
+  /**
+   * A model that reads this one's parameter tensors (shared, not copied) and has no adapters of
+   * its own: the frozen base of a LoRA model as its reference, or another agent's starting point
+   * on the same base. Every parameter must be frozen (LoRA freezes them): a shared weight that one
+   * model trained would change under the other. `sharesWeights` then holds for both.
+   */
+  sharedBase(): this {
+    for (const [name, p] of this.params) {
+      if (p.requiresGrad) throw new Error(`cannot share the weights of a model whose "${name}" is trainable: only frozen (LoRA) bases are shared`);
+    }
+    const twin = Object.assign(Object.create(Object.getPrototypeOf(this)) as this, this, { lora: new Map<string, LoraAdapter>() });
+    sharing.add(this);
+    sharing.add(twin);
+    return twin;
+  }
+
+  /** Whether another model reads these parameter tensors (`sharedBase`): they must not be written. */
+  get sharesWeights(): boolean {
+    return sharing.has(this);
   }
 
   /** Parameters the optimiser updates (all of them, or only LoRA factors when adapters exist). */

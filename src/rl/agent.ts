@@ -4,8 +4,8 @@
  * the policy-gradient update) and is driven through plain data, so the same class runs in-process
  * or inside a worker thread (rl/agent-pool.ts).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { phase } from '../engine/profile.js';
 import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
@@ -79,6 +79,28 @@ function scoreGroup(model: CausalLM, prompt: number[], completions: number[][]):
       );
 }
 
+/**
+ * LoRA agents of one thread on the same base model read one copy of its weights (frozen, so
+ * sharing cannot change what any agent computes), each with adapters of its own.
+ */
+const frozenBases = new Map<string, WeakRef<LanguageModel>>();
+
+function frozenBase(modelDir: string): LanguageModel {
+  // The path and its files' modification times: a folder rewritten in place is loaded afresh.
+  const weights = ['model.safetensors', 'model.safetensors.index.json'].map((f) => join(modelDir, f)).find(existsSync);
+  const key = [resolve(modelDir), statSync(modelDir).mtimeMs, weights ? statSync(weights).mtimeMs : ''].join('|');
+  const base = frozenBases.get(key)?.deref();
+  if (base) return withModel(base, base.model.sharedBase());
+  const lm = LanguageModel.load(modelDir);
+  for (const p of lm.model.params.values()) p.requiresGrad = false;
+  frozenBases.set(key, new WeakRef(lm));
+  return lm;
+}
+
+function withModel(lm: LanguageModel, model: CausalLM): LanguageModel {
+  return new LanguageModel(model, lm.tokenizer, lm.generation, lm.source);
+}
+
 export class PolicyAgent {
   readonly lm: LanguageModel;
   private readonly ref: LanguageModel | null;
@@ -97,10 +119,12 @@ export class PolicyAgent {
 
   constructor(readonly spec: AgentSpec) {
     if (spec.backend) setBackend(spec.backend);
-    this.lm = LanguageModel.load(spec.modelDir);
+    this.lm = spec.lora ? frozenBase(spec.modelDir) : LanguageModel.load(spec.modelDir);
     this.rng = new Rng(spec.seed);
     if (spec.lora) applyLora(this.lm.model, { r: spec.lora.r, alpha: spec.lora.alpha, targetModules: spec.lora.target_modules }, this.rng);
-    this.ref = spec.referenceKl || spec.trackReference ? LanguageModel.load(spec.modelDir) : null;
+    // Under LoRA the starting model is the frozen base itself: the reference reads its weights.
+    const tracked = spec.referenceKl || spec.trackReference;
+    this.ref = !tracked ? null : spec.lora ? withModel(this.lm, this.lm.model.sharedBase()) : LanguageModel.load(spec.modelDir);
     if (this.ref) for (const p of this.ref.model.params.values()) p.requiresGrad = false;
     this.lr = spec.lr;
     this.learner = spec.learner ? new TorchLearner(spec, this.lm, spec.learner) : new LocalLearner(spec, this.lm);

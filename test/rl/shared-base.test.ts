@@ -1,0 +1,79 @@
+/**
+ * LoRA agents of one thread on the same base model read one copy of its weights, and so does
+ * each agent's reference (rl/agent.ts frozenBase, model/transformer.ts sharedBase): no agent's
+ * update changes another's outputs, the reference stays the untrained model, and what would write
+ * a shared weight refuses.
+ */
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { Rng } from '../../src/engine/rng.js';
+import { setBackend, setDType } from '../../src/engine/runtime.js';
+import { noGrad } from '../../src/engine/tensor.js';
+import { parseModelConfig } from '../../src/model/hf-config.js';
+import { createModel } from '../../src/model/load.js';
+import { sequenceSums, sharedPromptLogprobs } from '../../src/model/logprobs.js';
+import { applyLora, mergeLora } from '../../src/model/lora.js';
+import type { CausalLM } from '../../src/model/transformer.js';
+import { type LossSample, PolicyAgent } from '../../src/rl/agent.js';
+import { agentSpec } from '../helpers/agent-spec.js';
+import { makeTinyModel } from '../helpers/tiny-model.js';
+
+const lora = { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj', 'gate_proj', 'down_proj'] };
+const prompt = [1, 2, 3];
+const completions = [[4, 5], [6], [7, 8, 2]];
+const score = (model: CausalLM) => sequenceSums(noGrad(() => sharedPromptLogprobs(model, prompt, completions)));
+
+describe('agents sharing a frozen base model', () => {
+  let dir: string;
+  before(() => {
+    setBackend('native');
+    setDType('float32');
+    dir = makeTinyModel({ hidden: 16, layers: 2, seed: 4 });
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('read one copy of the weights, train their own adapters, and keep the untrained reference', async () => {
+    const a = new PolicyAgent(agentSpec(dir, { index: 0, seed: 1, lora, lr: 0.05, trackReference: true }));
+    const b = new PolicyAgent(agentSpec(dir, { index: 1, seed: 2, lora, lr: 0.05, trackReference: true }));
+    for (const [name, p] of a.lm.model.params) assert.equal(b.lm.model.param(name), p, `${name} is one tensor`);
+    assert.notEqual(a.lm.model.lora, b.lm.model.lora);
+    const before = { a: score(a.lm.model), b: score(b.lm.model) };
+    const sample: LossSample = { promptIds: prompt, completions, advantages: [1, -1, 0.5], oldLogprobs: completions.map(() => []) };
+    await a.update([[sample]]);
+    await a.update([[sample]]);
+    assert.notDeepEqual(score(a.lm.model), before.a, "agent 0's update changed its own outputs");
+    assert.deepEqual(score(b.lm.model), before.b, "agent 1's outputs are unchanged");
+    // The reference is the untrained model: adapters start with B = 0 (PEFT), so it scores as b did before any update.
+    const ref = (a as unknown as { ref: { model: CausalLM } }).ref.model;
+    assert.equal(ref.param('model.embed_tokens.weight'), a.lm.model.param('model.embed_tokens.weight'));
+    assert.equal(ref.lora.size, 0);
+    assert.deepEqual(score(ref), before.b);
+    const g = await a.sample([{ prompt: 'a b', n: 2 }], { maxNewTokens: 3, temperature: 1 });
+    assert.ok(g[0].refNll !== undefined, 'the reference scored the samples');
+    for (const p of a.lm.model.params.values()) assert.equal(p.requiresGrad, false);
+  });
+
+  it('a model with trainable weights is not shared; a shared one refuses mergeLora', () => {
+    const model = createModel(
+      parseModelConfig({
+        model_type: 'llama',
+        vocab_size: 16,
+        hidden_size: 8,
+        intermediate_size: 16,
+        num_hidden_layers: 1,
+        num_attention_heads: 2,
+        num_key_value_heads: 1,
+        max_position_embeddings: 16,
+      }),
+    );
+    model.initialize(new Rng(1));
+    assert.throws(() => model.sharedBase(), /trainable/);
+    applyLora(model, { r: 2, alpha: 4, targetModules: ['q_proj'] }, new Rng(2));
+    const twin = model.sharedBase();
+    assert.equal(twin.lora.size, 0);
+    assert.equal(model.lora.size, 1);
+    assert.ok(model.sharesWeights && twin.sharesWeights);
+    assert.throws(() => mergeLora(model), /shares its base weights/);
+  });
+});
