@@ -155,6 +155,27 @@ describe('MADPO end to end (tiny model, native backend)', () => {
     await t.close();
   });
 
+  it('mp mode: the team log-ratios cross worker threads and training matches in-process', async () => {
+    const small = { ...task, dataset: task.dataset.slice(0, 3) };
+    const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
+    try {
+      const local = new MAGRPOTrainer({ task: small, model: dir, config: { ...config, num_train_epochs: 1, output_dir: a } });
+      await local.train();
+      const mp = new MAGRPOTrainer({ task: small, model: dir, config: { ...config, num_train_epochs: 1, output_dir: b, parallel_training: 'mp' } });
+      await mp.train();
+      for (const agent of ['agent_0', 'agent_1']) {
+        const wa = readFileSync(join(a, 'final', agent, 'model', 'model.safetensors'));
+        const wb = readFileSync(join(b, 'final', agent, 'model', 'model.safetensors'));
+        assert.ok(wa.equals(wb), `${agent}: same weights from workers as in-process`);
+      }
+      await local.close();
+      await mp.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+
   it('a run stopped after its first epoch and resumed ends with the same weights; the checkpoint holds the pairs', async () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
     try {
