@@ -170,7 +170,7 @@ export const MagrpoConfigSchema = z
       .enum(ALGORITHM_NAMES)
       .default('magrpo')
       .describe(
-        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family) or madpo (offline joint DPO); keys another algorithm owns are refused',
+        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family), centralized_magrpo (one joint policy for every role) or madpo (offline joint DPO); keys another algorithm owns are refused',
       ),
     // --- data and schedule
     num_train_epochs: posInt().default(20).describe('passes over the training set'),

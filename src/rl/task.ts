@@ -110,6 +110,19 @@ export interface Task<Item> {
    * distinct-2, repetition) next to ref NLL; `code` gets ref NLL only.
    */
   outputKind?: 'prose' | 'code';
+  /**
+   * `algorithm: centralized_magrpo`: how one joint prompt is built from the roles' prompts and
+   * the joint completion split back into one output per role (default: the reference library's
+   * tagged adapter, `<agent_i>…</agent_i>`; rl/algorithms/centralized.ts).
+   */
+  centralAdapter?: CentralAdapter<Item>;
+}
+
+/** How one joint prompt is built from the roles' prompts and one joint completion split back (CoMLRL's CentralizedComparatorAdapter). */
+export interface CentralAdapter<Item> {
+  buildPrompt(item: Item, rolePrompts: readonly string[]): string;
+  /** One output per role; null when the completion has none of the sections (every role then gets ""). */
+  parseCompletion(completion: string, item: Item, roles: number): readonly string[] | null;
 }
 
 /** The default formatter: the external prompt if any, else `item.prompt`, else "". */

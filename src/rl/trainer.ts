@@ -107,7 +107,6 @@ export class MAGRPOTrainer<Item> {
   private skipped = 0;
 
   constructor(private readonly opts: TrainerOptions<Item>) {
-    this.task = opts.task;
     this.callbacks = opts.callbacks ?? [];
     const models = resolveModels(opts);
     const explicitN = (opts.config as { num_agents?: number } | undefined)?.num_agents;
@@ -117,6 +116,7 @@ export class MAGRPOTrainer<Item> {
     this.config = resolveConfig({ ...opts.config, num_agents: models.length });
     const c = this.config;
     this.algorithm = algorithmNamed(c.algorithm);
+    this.task = this.algorithm.team?.(opts.task, c).task ?? opts.task;
     setPrecision(c.precision); // process-wide: sampling, log-probs and updates all see the same products
     if (c.num_turns > 1 && !opts.task.transition)
       throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);

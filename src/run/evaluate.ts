@@ -10,7 +10,10 @@ import { fluencyColumns } from '../envs/fluency-columns.js';
 import { runTeam } from '../envs/run.js';
 import { loadLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
+import type { TeamTask } from '../rl/algorithms/algorithm.js';
+import { algorithmNamed } from '../rl/algorithms/index.js';
 import { ConfigError, didYouMean, type MagrpoConfig } from '../rl/config.js';
+import type { Task } from '../rl/task.js';
 import { prepareRun } from './prepare.js';
 import { isQuiet, startProgress } from './progress.js';
 import type { RunConfig } from './run-config.js';
@@ -88,7 +91,8 @@ const CHUNK = 8;
 export async function evaluateMethods<Item>(p: {
   env: Environment<Item>;
   items: readonly Item[];
-  team: { method: string; description: string; models: LanguageModel[] } | null;
+  /** `play`: the task the team's models play when its algorithm changes it (rl/algorithms TeamTask). */
+  team: { method: string; description: string; models: LanguageModel[]; play?: (task: Task<Item>) => TeamTask<Item> } | null;
   baselines: readonly Baseline<Item>[];
   baseModels: LanguageModel[];
   sampling: InferenceSampling;
@@ -102,7 +106,15 @@ export async function evaluateMethods<Item>(p: {
   const task = p.env.task({ train: [...p.items], eval: [...p.items] });
   if (p.team) {
     const models = p.team.models;
-    methods.push({ ...p.team, run: (chunk, seed) => runTeam(task, chunk, models, { ...p.sampling, seed }, p.numTurns) });
+    const play = p.team.play?.(task);
+    methods.push({
+      ...p.team,
+      run: async (chunk, seed) => {
+        const out = await runTeam(play?.task ?? task, chunk, models, { ...p.sampling, seed }, p.numTurns);
+        // Metrics and tables read one output per role of the environment's task.
+        return play ? out.map((r, j) => ({ ...r, completions: play.roleOutputs(r.completions, chunk[j]) })) : out;
+      },
+    });
   }
   for (const b of p.baselines) {
     const models = Array.from({ length: b.numModels }, (_, i) => p.baseModels[i] ?? p.baseModels[0]);
@@ -164,6 +176,17 @@ function parseBaselines(v: string | undefined): RunConfig['eval']['baselines'] |
     .filter(Boolean);
 }
 
+/** A run's trained team for the eval table: named by its algorithm, playing the task its algorithm plays. */
+export function trainedTeam<Item>(run: { trainer: MagrpoConfig }, models: LanguageModel[]) {
+  const team = algorithmNamed(run.trainer.algorithm).team;
+  return {
+    method: run.trainer.algorithm,
+    description: 'the trained team',
+    models,
+    ...(team ? { play: (task: Task<Item>) => team(task, run.trainer) } : {}),
+  };
+}
+
 /** Evaluates a run's trained team (a run directory) or a config's untrained models, with baselines. */
 export async function evaluateTarget(target: string, flags: EvalFlags = {}): Promise<EvalReport> {
   const run = await prepareRun(target, flags.set ?? []);
@@ -172,7 +195,7 @@ export async function evaluateTarget(target: string, flags: EvalFlags = {}): Pro
   if (run.split.eval.length === 0) throw new Error(`${run.file}: the environment's eval split is empty`);
   const base = run.models.map((m) => LanguageModel.load(m));
   const team = trained
-    ? { method: 'magrpo', description: 'the trained team', models: loadTeamModels(teamFolders(target, run.models.length), run.models) }
+    ? trainedTeam(run, loadTeamModels(teamFolders(target, run.models.length), run.models))
     : { method: 'untrained team', description: 'the configured models before training', models: base };
   const report = await evaluateMethods({
     env: run.env,

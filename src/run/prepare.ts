@@ -8,7 +8,9 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Environment } from '../envs/environment.js';
 import { envEntry } from '../envs/registry.js';
 import { findPullable, resolvePulled } from '../model/pull.js';
+import { algorithmNamed } from '../rl/algorithms/index.js';
 import { didYouMean, type MagrpoConfig, resolveConfig } from '../rl/config.js';
+import type { Task } from '../rl/task.js';
 import { loadRunConfig } from './config-file.js';
 import type { RunConfig } from './run-config.js';
 import { RUN_FILES } from './run-dir.js';
@@ -61,6 +63,8 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
     ...(config.model ? { model: modelPath(config.model) } : { models }),
     trainer,
   };
-  const keep = config.env.max_prompt_tokens === null ? undefined : promptFits(env, models, config.env.max_prompt_tokens);
+  const team = algorithmNamed(trainer.algorithm).team;
+  const play = (task: Task<unknown>) => team?.(task, trainer).task ?? task;
+  const keep = config.env.max_prompt_tokens === null ? undefined : promptFits(env, models, config.env.max_prompt_tokens, play);
   return { file, config: resolved, env, split: splits(env, config.env, keep), models, trainer };
 }

@@ -15,7 +15,7 @@ import { readTrainerState, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
 import { sandboxIsolation } from '../sandbox/index.js';
-import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines } from './evaluate.js';
+import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, trainedTeam } from './evaluate.js';
 import { RunTracker } from './failure-report.js';
 import { type PreparedRun, prepareRun } from './prepare.js';
 import { formatDuration, isQuiet, type Progress, startProgress } from './progress.js';
@@ -202,7 +202,7 @@ async function finalEvaluation(run: PreparedRun, dir: string, baselines: ReturnT
   return evaluateMethods({
     env: run.env,
     items: run.split.eval,
-    team: { method: 'magrpo', description: 'the trained team', models: team },
+    team: trainedTeam(run, team),
     baselines,
     baseModels: base,
     sampling: inferenceSampling(run.config.eval, run.trainer),

@@ -105,10 +105,18 @@ export function splits(env: AnyEnv, section: RunConfig['env'], keep: (item: unkn
   };
 }
 
-/** Keeps items whose prompt fits `maxTokens` for every agent, counted with that agent's tokenizer. */
-export function promptFits(env: AnyEnv, models: readonly string[], maxTokens: number): (item: unknown) => boolean {
+/**
+ * Keeps items whose prompt fits `maxTokens` for every agent, counted with that agent's tokenizer;
+ * the prompts of the task the agents play (`play`, when their algorithm changes it).
+ */
+export function promptFits(
+  env: AnyEnv,
+  models: readonly string[],
+  maxTokens: number,
+  play: (task: Task<unknown>) => Task<unknown> = (t) => t,
+): (item: unknown) => boolean {
   const all = env.defaultSplits();
-  const formatters = formattersFor(env.task({ train: all.train, eval: all.eval }), models.length);
+  const formatters = formattersFor(play(env.task({ train: all.train, eval: all.eval })), models.length);
   const tokenizers = models.map((m) => loadTokenizer(m));
   return (item) => formatters.every((f, i) => tokenizers[i].promptIds(f(item)).length <= maxTokens);
 }

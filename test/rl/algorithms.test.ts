@@ -11,11 +11,12 @@ import { after, before, describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { setBackend } from '../../src/engine/runtime.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
+import { centralTask, splitRoles, TAGGED_ADAPTER } from '../../src/rl/algorithms/centralized.js';
 import { selectPairs } from '../../src/rl/algorithms/madpo.js';
 import { resolveCheckpoint } from '../../src/rl/checkpoint.js';
 import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
-import type { Task } from '../../src/rl/task.js';
+import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
@@ -56,7 +57,7 @@ describe('trainer.algorithm: keys, defaults, refusals', () => {
   it("another algorithm's keys, and what madpo cannot do, are errors naming the key", () => {
     assert.deepEqual(problems({ dpo_beta: 0.5 }), ["dpo_beta: a key of algorithm madpo; this run's algorithm is magrpo"]);
     assert.deepEqual(problems({ algorithm: 'madpo', ppo_clip_eps: 0.2 }), [
-      "ppo_clip_eps: a key of algorithm magrpo / mareinforce / marloo / maremax; this run's algorithm is madpo",
+      "ppo_clip_eps: a key of algorithm magrpo / mareinforce / marloo / maremax / centralized_magrpo; this run's algorithm is madpo",
     ]);
     assert.deepEqual(problems({ algorithm: 'madpo', num_turns: 2 }), ['num_turns: madpo is single-turn (num_turns 1), got 2']);
     assert.deepEqual(problems({ algorithm: 'madpo', pair_selection: 'all' }), [
@@ -207,5 +208,143 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });
     }
+  });
+});
+
+describe('centralized MAGRPO: one joint policy for every role', () => {
+  type Item = { prompt: string };
+  let dir = '';
+  before(() => {
+    setBackend('native');
+    dir = makeTinyModel({ seed: 4 });
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("the tagged adapter writes CoMLRL's prompt and parses its sections", () => {
+    assert.equal(
+      TAGGED_ADAPTER.buildPrompt({}, ['Summarise.', 'Expand.']),
+      `You are a centralized coordinator producing the separate outputs of 2 agents.
+
+Each output must satisfy its corresponding original prompt. Keep the outputs separate;
+do not merge them or add commentary outside the required tags.
+
+Agent 0 original prompt:
+Summarise.
+
+Agent 1 original prompt:
+Expand.
+
+Return exactly one section for each agent in this format:
+<agent_0>
+...
+</agent_0>
+<agent_1>
+...
+</agent_1>
+`,
+    );
+    assert.deepEqual(splitRoles(TAGGED_ADAPTER, 'x <agent_1> b\n</agent_1> <AGENT_0 >a</ agent_0>', {}, 2), ['a', 'b']);
+    assert.deepEqual(splitRoles(TAGGED_ADAPTER, '<agent_0>only</agent_0>', {}, 2), ['only', '']);
+    assert.deepEqual(splitRoles(TAGGED_ADAPTER, 'no sections', {}, 2), ['', '']);
+    assert.throws(
+      () => splitRoles({ buildPrompt: () => '', parseCompletion: () => ['one'] }, 'x', {}, 2),
+      /centralAdapter: parseCompletion must return 2 strings/,
+    );
+  });
+
+  it('roles prompted with chat messages give a joint prompt in the user turn; rewards see the roles', async () => {
+    const got: unknown[] = [];
+    const { task, roleOutputs } = centralTask<{ prompt: string }>(
+      {
+        dataset: [{ prompt: 'p' }],
+        formatters: [() => [{ role: 'user', content: 'one' }], () => [{ role: 'user', content: 'two' }]],
+        reward: (input) => {
+          got.push(input.completions, input.prompts);
+          return 1;
+        },
+      },
+      2,
+    );
+    const joint = formattersFor(task, 1)[0]({ prompt: 'p' });
+    assert.deepEqual(joint, [{ role: 'user', content: TAGGED_ADAPTER.buildPrompt({}, ['one', 'two']) }]);
+    await (task.reward as (i: unknown) => unknown)({
+      completions: ['<agent_0>a</agent_0><agent_1>b</agent_1>'],
+      prompts: ['x'],
+      item: { prompt: 'p' },
+      turn: 0,
+    });
+    assert.deepEqual(got, [
+      ['a', 'b'],
+      ['one', 'two'],
+    ]);
+    assert.deepEqual(roleOutputs(['<agent_1>z</agent_1>'], { prompt: 'p' }), ['', 'z']);
+  });
+
+  it('config: one model, single turn; num_roles is its key', () => {
+    assert.deepEqual(problems({ algorithm: 'centralized_magrpo', num_agents: 1, num_turns: 2 }), [
+      'num_turns: centralized_magrpo is single-turn (num_turns 1), got 2',
+    ]);
+    assert.match(problems({ algorithm: 'centralized_magrpo' })[0], /^num_agents: centralized_magrpo trains one joint policy: set num_agents 1/);
+    assert.deepEqual(problems({ num_roles: 2 }), ["num_roles: a key of algorithm centralized_magrpo; this run's algorithm is magrpo"]);
+    assert.equal(resolveConfig({ algorithm: 'centralized_magrpo', num_agents: 1, advantage_mode: 'rloo' }).advantage_mode, 'rloo');
+  });
+
+  // Roles split the joint completion by words: role 0 the first word, role 1 the second.
+  const words: CentralAdapter<Item> = {
+    buildPrompt: (item, prompts) => `${item.prompt}: ${prompts.join(' / ')}`,
+    parseCompletion: (c) => {
+      const w = c.trim().split(/\s+/);
+      return [w[0] ?? '', w[1] ?? ''];
+    },
+  };
+  const roleReward = ({ completions }: { completions: readonly string[] }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0);
+  const seen: number[] = [];
+  const roles: Task<Item> = {
+    dataset: Array.from({ length: 24 }, () => ({ prompt: 'go' })),
+    evalDataset: [{ prompt: 'go' }],
+    formatters: [() => 'a', () => 'b'],
+    reward: roleReward,
+    centralAdapter: words,
+    evalMetrics: (episodes) => {
+      seen.push(...episodes.map((e) => e.turns[0].completions.length));
+      return {};
+    },
+  };
+  const config: MagrpoConfigInput = {
+    num_agents: 1,
+    num_generations: 8,
+    max_new_tokens: 2,
+    temperature: 1,
+    top_k: null,
+    top_p: 1,
+    eval_interval: 12,
+    eval_num_samples: 1,
+    logging_steps: 1,
+    rollout_buffer_size: 1,
+    agent_learning_rate: 0.03,
+    num_train_epochs: 1,
+    early_termination_threshold: null,
+  };
+
+  it('is MAGRPO with one agent on the joint task: the same run as GRPO on it written by hand, and it learns', async () => {
+    const sink = new MemorySink();
+    const central = new MAGRPOTrainer({ task: roles, model: dir, sinks: [sink], config: { ...config, algorithm: 'centralized_magrpo' } });
+    await central.train();
+    const joint: Task<Item> = {
+      ...roles,
+      formatters: (item) => words.buildPrompt(item, ['a', 'b']),
+      reward: ({ completions }) => roleReward({ completions: words.parseCompletion(completions[0], { prompt: 'go' }, 2) as string[] }),
+      evalMetrics: undefined,
+    };
+    const grpo = new MAGRPOTrainer({ task: joint, model: dir, config });
+    await grpo.train();
+    const w = (t: MAGRPOTrainer<Item>) => (t.agents[0] as LocalAgent).agent.lm.model.params;
+    for (const [k, p] of w(grpo)) assert.deepEqual(w(central).get(k)?.data, p.data, k);
+    assert.deepEqual(seen, [2, 2, 2], 'eval metrics (items 0, 12 and the end) see one output per role');
+    const r = sink.series('turn_1/reward_mean').map((p) => p.value);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    assert.ok(mean(r.slice(-6)) > mean(r.slice(0, 6)) + 0.3, `reward ${mean(r.slice(0, 6))} → ${mean(r.slice(-6))}`);
+    await central.close();
+    await grpo.close();
   });
 });

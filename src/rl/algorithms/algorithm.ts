@@ -4,6 +4,7 @@
  *   options   its own config keys, zod fields merged flat into the trainer section, TRL style
  *   defaults  the values it gives shared keys unless the config sets them (MAREINFORCE: no baseline)
  *   check     what it refuses in a resolved config, by key (MADPO: num_turns > 1)
+ *   team      the task its agents play (centralized MAGRPO: one joint policy for every role)
  *   schedule  what it needs from rollouts: online (train as each item's tree is scored) or
  *             offline (score every item first, then epochs over what they gave)
  *   samples   per agent, the loss samples of one scored tree node
@@ -12,11 +13,13 @@
  *
  * What it saves follows from its schedule: online algorithms checkpoint their pending buffers,
  * offline ones the samples of every item (rl/trainer.ts). Modules here import only the engine,
- * rl/advantage.ts and this file, so the learner (below the trainer) can call their losses.
+ * rl/advantage.ts, rl/task.ts and this folder, so the learner (below the trainer) can call their
+ * losses.
  */
 import type { z } from 'zod';
 import type { Rng } from '../../engine/rng.js';
 import type { Tensor } from '../../engine/tensor.js';
+import type { Task } from '../task.js';
 
 /** One node sample ready for the loss: a prompt's completions and what the algorithm's loss reads. */
 export interface LossSample {
@@ -114,6 +117,12 @@ export interface ScoredNode {
   returns: readonly number[];
 }
 
+/** The task an algorithm's agents play, and their outputs as the user's task has them (one per role). */
+export interface TeamTask<Item> {
+  task: Task<Item>;
+  roleOutputs(completions: readonly string[], item: Item): string[];
+}
+
 export interface Algorithm<Own = object> {
   /** The value of `trainer.algorithm`. */
   readonly name: string;
@@ -128,6 +137,8 @@ export interface Algorithm<Own = object> {
   check(c: SharedConfig & Own): KeyProblem[];
   /** Per agent, the loss samples of one scored node (`rng` for random choices, e.g. pair selection). */
   samples(node: ScoredNode, c: SharedConfig & Own, rng: Rng): LossSample[][];
+  /** The task its agents play when it is not the user's (centralized MAGRPO: one joint policy for every role). */
+  team?<Item>(task: Task<Item>, c: SharedConfig & Own): TeamTask<Item>;
   /** Offline: the most samples one item gives (sizes the LR schedule). */
   samplesPerItem?(c: SharedConfig & Own): number;
   /**

@@ -1,9 +1,10 @@
 /** Every algorithm, by its `trainer.algorithm` name (docs/algorithms.md). */
 import type { Algorithm } from './algorithm.js';
+import { CENTRALIZED_MAGRPO, CENTRALIZED_OPTIONS } from './centralized.js';
 import { MADPO, MADPO_OPTIONS } from './madpo.js';
 import { MAGRPO, MAGRPO_OPTIONS, MAREINFORCE, MAREMAX, MARLOO } from './magrpo.js';
 
-export const ALGORITHM_NAMES = ['magrpo', 'mareinforce', 'marloo', 'maremax', 'madpo'] as const;
+export const ALGORITHM_NAMES = ['magrpo', 'mareinforce', 'marloo', 'maremax', 'centralized_magrpo', 'madpo'] as const;
 export type AlgorithmName = (typeof ALGORITHM_NAMES)[number];
 
 export const ALGORITHMS: Readonly<Record<AlgorithmName, Algorithm>> = {
@@ -11,6 +12,7 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, Algorithm>> = {
   mareinforce: MAREINFORCE,
   marloo: MARLOO,
   maremax: MAREMAX,
+  centralized_magrpo: CENTRALIZED_MAGRPO,
   madpo: MADPO,
 };
 
@@ -22,7 +24,7 @@ export function algorithmNamed(name: string | undefined): Algorithm {
 }
 
 /** Every algorithm's own keys, merged flat into the trainer section (the MAGRPO family shares one set). */
-export const ALGORITHM_OPTIONS = { ...MAGRPO_OPTIONS, ...MADPO_OPTIONS };
+export const ALGORITHM_OPTIONS = { ...MAGRPO_OPTIONS, ...CENTRALIZED_OPTIONS, ...MADPO_OPTIONS };
 
 /** The algorithms whose own keys include `key` (empty for a shared key). */
 export function ownersOf(key: string): AlgorithmName[] {
