@@ -5,7 +5,7 @@
 import type { BinaryOp, FloatArray, GemmArgs, UnaryOp } from './backend.js';
 import { packedWeight } from './packed.js';
 import { alloc, allocOverwritten, backend } from './runtime.js';
-import { broadcastShapes, broadcastStrides, copyOf, needsGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
+import { broadcastShapes, broadcastStrides, copyOf, needsGrad, noGrad, numel, passGrad, record, rowMajorStrides, Tensor } from './tensor.js';
 
 // ---- elementwise ----------------------------------------------------------------------------
 
@@ -182,6 +182,45 @@ export function matmul(a: Tensor, b: Tensor, transB = false, bias: Tensor | null
 /** HF Linear: y = x · Wᵀ + bias, W stored [out, in]. */
 export function linear(x: Tensor, W: Tensor, bias?: Tensor | null): Tensor {
   return matmul(x, W, true, bias ?? null);
+}
+
+/**
+ * A linear layer with a low-rank update, y = x·Wᵀ + bias + scale · (x·Aᵀ)·Bᵀ (W [N, K], A [r, K],
+ * B [N, r]; LoRA's form), as one op: the update is added into the product's own output, so the
+ * graph keeps x·Aᵀ ([rows, r]) and no full-width temporaries. Backward, with g = dy and
+ * gu = scale · g·B:  dx = g·W + gu·A,  dA = guᵀ·x,  dB = scale · gᵀ·(x·Aᵀ),  dW = gᵀ·x,  dbias = Σ g.
+ */
+export function linearLowRank(x: Tensor, W: Tensor, bias: Tensor | null, A: Tensor, B: Tensor, scale: number): Tensor {
+  const [N, K] = W.shape;
+  const r = A.shape[0];
+  if (A.shape.length !== 2 || A.shape[1] !== K || B.shape.length !== 2 || B.shape[0] !== N || B.shape[1] !== r) {
+    throw new Error(`linearLowRank: A [${A.shape}] and B [${B.shape}] do not fit W [${W.shape}]`);
+  }
+  const out = noGrad(() => matmul(x, W, true, bias)); // checks x against W; packs when decoding
+  const rows = x.size / K;
+  const be = backend();
+  const u = alloc(rows * r); // x·Aᵀ
+  be.gemm(false, true, rows, r, K, 1, x.data, 0, K, A.data, 0, K, 0, u, 0, r);
+  be.gemm(false, true, rows, N, r, scale, u, 0, r, B.data, 0, r, 1, out.data, 0, N);
+  if (needsGrad(x, W, bias, A, B)) {
+    record(out, () => {
+      const g = out.grad;
+      if (g === null) return;
+      const gu = alloc(rows * r); // scale · g·B
+      be.gemm(false, false, rows, r, N, scale, g, 0, N, B.data, 0, r, 0, gu, 0, r);
+      if (x.requiresGrad) {
+        const first = x.grad === null;
+        const gx = first ? x.gradToOverwrite() : x.ensureGrad();
+        be.gemm(false, false, rows, K, N, 1, g, 0, N, W.data, 0, K, first ? 0 : 1, gx, 0, K);
+        be.gemm(false, false, rows, K, r, 1, gu, 0, r, A.data, 0, K, 1, gx, 0, K);
+      }
+      if (A.requiresGrad) be.gemm(true, false, r, K, rows, 1, gu, 0, r, x.data, 0, K, 1, A.ensureGrad(), 0, K);
+      if (B.requiresGrad) be.gemm(true, false, N, r, rows, scale, g, 0, N, u, 0, r, 1, B.ensureGrad(), 0, r);
+      if (W.requiresGrad) be.gemm(true, false, N, K, rows, 1, g, 0, N, x.data, 0, K, 1, W.ensureGrad(), 0, K);
+      if (bias?.requiresGrad) be.reduceSum(1, rows, N, g, bias.ensureGrad(), true);
+    }, [u]);
+  }
+  return out;
 }
 
 // ---- reductions -----------------------------------------------------------------------------

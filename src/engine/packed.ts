@@ -41,6 +41,8 @@ interface Pack {
   bf16: boolean;
   N: number;
   K: number;
+  /** The A of the low-rank delta merged into `data` (null: the plain weight). */
+  delta: FloatArray | null;
   data: FloatArray;
 }
 
@@ -133,13 +135,15 @@ export function packedWeight(
     throw new Error(`packedWeight: a low-rank delta of rank ${delta.r} does not fit a [${N}, ${K}] weight stored ${transB ? '[N, K]' : '[K, N]'}`);
   }
   const bf16 = be.getPrecision() !== 'fp32';
-  // One array may be read both ways (a tied embedding is also the LM head): a pack per use. A
-  // merged pack belongs to its adapter (one base weight may serve several agents' adapters), and
-  // goes with it.
-  const owner = delta?.A ?? B;
-  let packs = packsOf.get(owner) ?? [];
-  let pack = packs.find((p) => p.transB === transB && p.bf16 === bf16 && p.N === N && p.K === K);
-  if (pack !== undefined && scope.packs.has(pack)) return pack;
+  // One array may be read both ways (a tied embedding is also the LM head): a pack per use. One
+  // base weight may also be merged with several adapters (agents sharing a base model): their
+  // sampling calls take turns, so each call refills the buffers the last one used.
+  const key = delta?.A ?? null;
+  let packs = packsOf.get(B) ?? [];
+  const fits = (p: Pack) => p.transB === transB && p.bf16 === bf16 && p.N === N && p.K === K;
+  const current = packs.find((p) => fits(p) && p.delta === key && scope?.packs.has(p));
+  if (current !== undefined) return current;
+  let pack = packs.find((p) => fits(p) && !scope?.packs.has(p));
   const floats = be.packedFloats(N, K, bf16);
   if (scope.bytes + floats * B.BYTES_PER_ELEMENT > PACK_BUDGET_BYTES) return null;
   scope.bytes += floats * B.BYTES_PER_ELEMENT;
@@ -149,9 +153,10 @@ export function packedWeight(
     pack = undefined;
   }
   if (pack === undefined) {
-    pack = { transB, bf16, N, K, data: new (B.constructor as Float32ArrayConstructor)(floats) };
-    packsOf.set(owner, [...packs, pack]);
+    pack = { transB, bf16, N, K, delta: key, data: new (B.constructor as Float32ArrayConstructor)(floats) };
+    packsOf.set(B, [...packs, pack]);
   }
+  pack.delta = key;
   if (delta === null) be.packB(transB, N, K, B, 0, transB ? K : N, pack.data, bf16);
   else {
     const merged = mergeScratch(B, N * K);

@@ -5,7 +5,7 @@
 
 import { attention, prefixSharedAttention } from '../engine/attention.js';
 import type { FloatArray } from '../engine/backend.js';
-import { add, linear, matmul, scale } from '../engine/ops.js';
+import { add, linear, linearLowRank, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
 import { allocPersistent, backend } from '../engine/runtime.js';
 import { noGrad, Tensor } from '../engine/tensor.js';
@@ -197,10 +197,10 @@ export abstract class CausalLM {
   protected proj(x: Tensor, name: string, layout: 'linear' | 'conv1d' = 'linear'): Tensor {
     const W = this.param(`${name}.weight`);
     const b = this.params.get(`${name}.bias`) ?? null;
-    let y = layout === 'linear' ? linear(x, W, b) : matmul(x, W, false, b);
     const ad = this.lora.get(name);
-    if (ad) y = add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale));
-    return y;
+    if (ad && layout === 'linear') return linearLowRank(x, W, b, ad.A, ad.B, ad.scale);
+    const y = layout === 'linear' ? linear(x, W, b) : matmul(x, W, false, b);
+    return ad ? add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale)) : y;
   }
 
   /**

@@ -1,7 +1,7 @@
 /** Every differentiable op against central finite differences, in float64 on the reference backend. */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { attention } from '../../src/engine/attention.js';
+import { attention, prefixSharedAttention } from '../../src/engine/attention.js';
 import { crossEntropy, embedding, layernorm, rmsnorm, rope, ropeTables, softmax, swiglu, tokenLogprobs } from '../../src/engine/nn.js';
 import * as ops from '../../src/engine/ops.js';
 import { gradError, prng, randTensor, useFloat64Reference } from '../helpers/gradcheck.js';
@@ -97,6 +97,25 @@ describe('op gradients vs finite differences (float64)', () => {
     assert.ok(gradError([q, k, v], () => attention(q, k, v, { causal: true, keyMask: mask })) < TOL);
     const q1 = randTensor([2, 1, 4, 3], r);
     assert.ok(gradError([q1, k, v], () => attention(q1, k, v, { causal: true, kvLen: 3 })) < TOL);
+  });
+
+  it('attention over a prompt shared by continuations (packed: prompt 3 rows, 2 × 2 continuation rows, one padded)', () => {
+    const q = randTensor([1, 7, 4, 3], r);
+    const k = randTensor([1, 7, 2, 3], r);
+    const v = randTensor([1, 7, 2, 3], r);
+    const layout = { promptLen: 3, branches: 2, keyMask: Uint8Array.from([1, 1, 1, 0]) };
+    assert.ok(gradError([q, k, v], () => prefixSharedAttention(q, k, v, layout)) < TOL);
+    assert.ok(gradError([q, k, v], () => prefixSharedAttention(q, k, v, { promptLen: 7, branches: 0 })) < TOL);
+  });
+
+  it('linear with a low-rank update (LoRA): x, W, bias, A and B', () => {
+    const x = randTensor([2, 3, 5], r);
+    const W = randTensor([4, 5], r);
+    const bias = randTensor([4], r);
+    const A = randTensor([2, 5], r);
+    const B = randTensor([4, 2], r);
+    assert.ok(gradError([x, W, bias, A, B], () => ops.linearLowRank(x, W, bias, A, B, 1.5)) < TOL);
+    assert.ok(gradError([x, A, B], () => ops.linearLowRank(x, W, null, A, B, -0.5)) < TOL);
   });
 });
 

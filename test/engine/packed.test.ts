@@ -44,6 +44,41 @@ for (const name of ['native', 'reference'] as const) {
         }
     });
 
+    it('a low-rank delta is merged into the pack; adapters of one weight share its buffer across scopes, not within one', () => {
+      const [N, K, r] = [24, 16, 3];
+      const W = randn([N, K]);
+      const x = randn([8, K]);
+      const deltas = [0, 1].map(() => ({ A: randn([r, K]).data, B: randn([N, r]).data, r, scale: 0.7 }));
+      const merged = (d: (typeof deltas)[number]) => {
+        const m = Float32Array.from(W.data);
+        for (let n = 0; n < N; n++) for (let k = 0; k < K; k++) for (let j = 0; j < r; j++) m[n * K + k] += d.scale * d.B[n * r + j] * d.A[j * K + k];
+        return noGrad(() => matmul(x, new Tensor(m, [N, K]), true));
+      };
+      const be = backend();
+      const viaPack = (data: Float32Array | Float64Array) => {
+        const out = new Tensor(new Float32Array(8 * N), [8, N]);
+        be.gemmPrepacked(8, N, K, 1, x.data, 0, K, data, 0, out.data, 0, N, false);
+        return out;
+      };
+      const first = withPackedWeights(() => {
+        const p = packedWeight(be, W.data, true, 8, N, K, deltas[0]);
+        assert.ok(p !== null);
+        assert.ok(maxDiff(viaPack(p.data), merged(deltas[0])) < 1e-5, 'merged with adapter 0');
+        return p.data;
+      });
+      withPackedWeights(() => {
+        const p = packedWeight(be, W.data, true, 8, N, K, deltas[1]);
+        assert.ok(p !== null);
+        assert.equal(p.data, first, "the next call refills the last call's buffer");
+        assert.ok(maxDiff(viaPack(p.data), merged(deltas[1])) < 1e-5, 'merged with adapter 1');
+        const again = packedWeight(be, W.data, true, 8, N, K, deltas[0]);
+        assert.ok(again !== null && again.data !== p.data, 'two adapters in one scope get a pack each');
+        assert.ok(maxDiff(viaPack(again.data), merged(deltas[0])) < 1e-5);
+        assert.ok(maxDiff(viaPack(p.data), merged(deltas[1])) < 1e-5, 'and the first is not overwritten');
+      });
+      assert.throws(() => withPackedWeights(() => packedWeight(be, W.data, true, 8, N, K, { ...deltas[0], r: 2 })), /does not fit/);
+    });
+
     it('packs once per scope: a weight changed inside the scope is still read from its pack, and a new scope packs again', () => {
       const W = randn([24, 16], true);
       const x = randn([16, 16]);

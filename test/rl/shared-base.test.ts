@@ -49,7 +49,7 @@ describe('agents sharing a frozen base model', () => {
     assert.equal(ref.param('model.embed_tokens.weight'), a.lm.model.param('model.embed_tokens.weight'));
     assert.equal(ref.lora.size, 0);
     assert.deepEqual(score(ref), before.b);
-    const g = await a.sample([{ prompt: 'a b', n: 2 }], { maxNewTokens: 3, temperature: 1 });
+    const g = await a.sample([{ prompt: 'a b', n: 2 }], { maxNewTokens: 3, temperature: 1, topP: 1, topK: 0, stopStrings: [] });
     assert.ok(g[0].refNll !== undefined, 'the reference scored the samples');
     for (const p of a.lm.model.params.values()) assert.equal(p.requiresGrad, false);
   });
