@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from .loss import lr_multiplier, sample_loss
+from .loss import lr_multiplier, preference_loss, sample_loss
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
 
@@ -148,7 +148,11 @@ class AgentLearner:
                 for i, parts in per.items():
                     s = samples[i]
                     scored = [g for g, _, _ in parts]
-                    loss, m = sample_loss([x for _, x, _ in parts], s, scored, self.loss_cfg, weight)
+                    logp = [x for _, x, _ in parts]
+                    if s.get("preference"):
+                        loss, m = preference_loss(logp, s, scored, weight)
+                    else:
+                        loss, m = sample_loss(logp, s, scored, self.loss_cfg, weight)
                     value = float(loss.detach())
                     if not math.isfinite(value):
                         raise ValueError(f"the loss is {value}; check the reward values and the learning rate")

@@ -1,4 +1,5 @@
-"""magrpo's policy-gradient loss, exactly as src/rl/learner.ts (LocalLearner.sampleLoss) computes it.
+"""magrpo's losses, exactly as src/rl/algorithms/ computes them: the policy gradient (magrpo.ts) and
+a preference pair's DPO loss (madpo.ts, `preference_loss`).
 
 For one node sample with B scored (non-empty) completions b, tokens t of completion b:
 
@@ -68,6 +69,20 @@ def sample_loss(logp: list[torch.Tensor], sample: dict, scored: list[int], loss_
     if kl_term is not None:
         total = total + rkl["coef"] * kl_term
     return total, {"clipped": clipped, "kl_sum": kl_sum, "kl_tokens": kl_tokens}
+
+
+def preference_loss(logp: list[torch.Tensor], sample: dict, scored: list[int], weight: float):
+    """A preference pair's loss (src/rl/algorithms/madpo.ts), already x weight.
+
+    completions are [winner, loser]; logp[b] holds completion scored[b]'s token log-probs:
+
+        delta = sum_t logp_w,t - sum_t logp_l,t            (an empty completion contributes 0)
+        loss  = -log sigmoid(beta * (delta + other_delta - ref_delta)) * weight
+    """
+    p = sample["preference"]
+    delta = sum((x.sum() if g == 0 else -x.sum()) for g, x in zip(scored, logp))
+    z = p["beta"] * (delta + p["other_delta"] - p["ref_delta"])
+    return -torch.nn.functional.logsigmoid(z) * weight, {"clipped": 0, "kl_sum": 0.0, "kl_tokens": 0}
 
 
 def lr_multiplier(step: int, kind: str, warmup: int, total: int) -> float:

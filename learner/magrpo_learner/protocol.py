@@ -54,8 +54,15 @@ def validate(command: str, body: dict, agents: set[int]) -> None:
             _need(_ints(s.get("prompt_ids")) and len(s["prompt_ids"]) > 0, f"{p}.prompt_ids", "expected a non-empty list of token ids")
             comps = s.get("completions")
             _need(isinstance(comps, list) and all(_ints(c) for c in comps), f"{p}.completions", "expected a list of token-id lists")
-            adv = s.get("advantages")
-            _need(isinstance(adv, list) and len(adv) == len(comps) and all(_num(a) for a in adv), f"{p}.advantages", f"expected {len(comps)} numbers")
+            pref = s.get("preference")
+            if pref is not None:
+                # a preference pair (MADPO): [winner, loser] and DPO's terms instead of advantages
+                _need(len(comps) == 2, f"{p}.completions", "a preference pair has 2 completions: [winner, loser]")
+                _need(isinstance(pref, dict) and all(_num(pref.get(k)) for k in ("beta", "other_delta", "ref_delta")), f"{p}.preference",
+                      "expected {beta, other_delta, ref_delta} numbers")
+            else:
+                adv = s.get("advantages")
+                _need(isinstance(adv, list) and len(adv) == len(comps) and all(_num(a) for a in adv), f"{p}.advantages", f"expected {len(comps)} numbers")
             _need(_old_optional(s), f"{p}.old_logprobs", "expected one list of numbers per completion (one per token, or empty)")
             for key in ("ref_logprobs", "token_weights"):
                 if s.get(key) is not None:

@@ -326,6 +326,7 @@ export class TorchLearner implements Learner {
         old_logprobs: s.oldLogprobs,
         ref_logprobs: s.refLogprobs ?? null,
         token_weights: s.tokenWeights ?? null,
+        preference: s.preference ? { beta: s.preference.beta, other_delta: s.preference.otherDelta, ref_delta: s.preference.refDelta } : null,
       })),
     });
     const logprobs = field<number[][][]>(reply, c, 'logprobs', Array.isArray, 'a list per sample');

@@ -6,10 +6,11 @@
  *     the updated adapters and the next step's log-probs agree within 1e-5 relative; with
  *     parallel ddp and with parallel fsdp (FSDP2, parameters sharded over the 2 processes), and
  *     save_state/load_state returns each to the state after the first step exactly; one full
- *     fine-tuning step (all weights, tied embeddings) the same way;
+ *     fine-tuning step (all weights, tied embeddings) the same way; one step on MADPO preference
+ *     pairs (DPO's loss) the same way;
  *  2. the example task (configs/custom/config.yaml) trained for 6 items with
  *     trainer.learner.backend=torch logs the same per-agent losses and gradient norms as with
- *     local, drain by drain, within 1e-3 relative (both float32);
+ *     local, drain by drain, within 1e-3 relative (both float32); and with MADPO, step by step;
  *  3. a magrpo checkpoint (LoRA adapter, or full weights) loads in transformers + peft and gives
  *     the logits magrpo's engine gives.
  * Needs Python with torch, transformers and peft (`bash scripts/setup.sh --with-learner`); without
@@ -238,6 +239,46 @@ for (const parallel of ['ddp', 'fsdp'] as const) {
       process.stderr.write(`[learner-torch] ${parallel}, two steps: worst relative difference from the embedded engine: ${measured}\n`);
     });
 
+    it('MADPO preference pairs: same DPO loss, log-probs, grad norm and updated LoRA weights within 1e-5', async (t) => {
+      if (skip || !proc) return skipTest(t, 'learner', skip ?? 'no learner');
+      const spec: LearnerSpec = { ...SPEC, index: 1, algorithm: 'madpo' };
+      const lmA = loraModel();
+      const lmB = loraModel();
+      const rng = new Rng(5);
+      const tok = () => 3 + Math.floor(rng.next() * 4000);
+      // three pairs over three processes' worth of samples; the last loser is empty (log-prob sum 0)
+      const pairs: LossSample[] = [
+        [4, 3, 5],
+        [6, 2, 4],
+        [3, 6, 0],
+      ].map(([prompt, w, l], i) => ({
+        promptIds: [0, ...Array.from({ length: prompt - 1 }, tok)],
+        completions: [Array.from({ length: w }, tok), Array.from({ length: l }, tok)],
+        advantages: [],
+        oldLogprobs: [[], []],
+        preference: { beta: 0.5, otherDelta: 0.8 - 0.6 * i, refDelta: -0.3 + 0.4 * i },
+      }));
+      const local = new LocalLearner(spec, lmA);
+      const torch = new TorchLearner(spec, lmB, proc.spec(cfg));
+      const a = await local.forwardBackward(pairs);
+      const b = await torch.forwardBackward(pairs);
+      close(a.loss, b.loss, 'loss', 1e-5);
+      assert.equal(a.tokens, b.tokens, 'scored tokens');
+      for (const [i, s] of a.logprobs.entries())
+        for (const [g, lp] of s.entries()) for (const [k, x] of lp.entries()) close(x, b.logprobs[i][g][k], `logprob[${i}][${g}][${k}]`, 1e-5);
+      const sa = await local.optimStep();
+      const sb = await torch.optimStep();
+      close(sa.gradNorm, sb.gradNorm, 'gradient norm', 1e-5);
+      const dir = mkdtempSync(join(tmpdir(), 'learner-dpo-'));
+      try {
+        await local.saveAdapter(join(dir, 'local'));
+        await torch.saveAdapter(join(dir, 'torch'));
+        compareAdapters(join(dir, 'local'), join(dir, 'torch'), 1e-5);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('full fine-tuning (every weight trainable, tied embeddings): same loss, log-probs, grad norm and updated weights within 1e-5', async (t) => {
       if (skip || !proc) return skipTest(t, 'learner', skip ?? 'no learner');
       const spec: LearnerSpec = { ...SPEC, index: 1, lora: null };
@@ -276,39 +317,40 @@ for (const parallel of ['ddp', 'fsdp'] as const) {
 }
 
 describe('PyTorch learner: the example task, local vs torch', () => {
+  /** Trains configs/custom/config.yaml into out/name (no evaluation; `extra` flags); its entries that logged an update. */
+  const trainCustom = (out: string, name: string, extra: string[]) => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'train',
+        'configs/custom/config.yaml',
+        '-q',
+        '--set',
+        `output_dir=${out}`,
+        '--set',
+        `run_name=${name}`,
+        '--set',
+        'trainer.eval_interval=0',
+        ...extra,
+      ],
+      { encoding: 'utf8', timeout: 1_500_000, env: { ...process.env, MAGRPO_LEARNER_PYTHON: PY } },
+    );
+    assert.equal(r.status, 0, `${name} run failed:\n${r.stdout}\n${r.stderr}`);
+    return readFileSync(join(out, name, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number>)
+      .filter((m) => 'agent_0/loss' in m || 'agent_1/loss' in m);
+  };
+
   it('6 items of configs/custom/config.yaml log the same per-agent losses and grad norms within 1e-3', async (t) => {
     if (skip) return skipTest(t, 'learner', skip);
     const out = mkdtempSync(join(tmpdir(), 'learner-trainer-'));
     try {
-      const run = (name: string, extra: string[]) => {
-        const r = spawnSync(
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            'src/cli/main.ts',
-            'train',
-            'configs/custom/config.yaml',
-            '--max-items',
-            '6',
-            '-q',
-            '--set',
-            `output_dir=${out}`,
-            '--set',
-            `run_name=${name}`,
-            '--set',
-            'trainer.eval_interval=0',
-            ...extra,
-          ],
-          { encoding: 'utf8', timeout: 1_500_000, env: { ...process.env, MAGRPO_LEARNER_PYTHON: PY } },
-        );
-        assert.equal(r.status, 0, `${name} run failed:\n${r.stdout}\n${r.stderr}`);
-        const rows = readFileSync(join(out, name, 'metrics.jsonl'), 'utf8')
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as Record<string, number>);
-        return rows.filter((m) => 'agent_0/loss' in m || 'agent_1/loss' in m);
-      };
+      const run = (name: string, extra: string[]) => trainCustom(out, name, ['--max-items', '6', ...extra]);
       const local = run('local', []);
       const torch = run('torch', ['--set', 'trainer.learner.backend=torch', '--set', `trainer.learner.python=${PY}`]);
       assert.ok(local.length >= 2, `${local.length} logged updates`);
@@ -323,6 +365,29 @@ describe('PyTorch learner: the example task, local vs torch', () => {
         }
       }
       process.stderr.write(`[learner-torch] example task: worst relative difference of logged loss/grad_norm ${worst.toExponential(2)}\n`);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  });
+
+  it('MADPO on the example task (pairs of its 8 items, 2 epochs) logs the same losses, grad norms and margins within 1e-3', async (t) => {
+    if (skip) return skipTest(t, 'learner', skip);
+    const out = mkdtempSync(join(tmpdir(), 'learner-madpo-'));
+    try {
+      const madpo = [
+        'trainer.algorithm=madpo',
+        'trainer.preference_num_candidates=4',
+        'trainer.preference_pairs_per_sample=2',
+        'trainer.train_batch_size=4',
+        'trainer.num_train_epochs=2',
+      ].flatMap((x) => ['--set', x]);
+      const local = trainCustom(out, 'local', madpo);
+      const torch = trainCustom(out, 'torch', [...madpo, '--set', 'trainer.learner.backend=torch', '--set', `trainer.learner.python=${PY}`]);
+      assert.ok(local.length >= 4, `${local.length} logged steps`);
+      assert.equal(torch.length, local.length, 'logged steps');
+      for (const [k, m] of local.entries())
+        for (const key of Object.keys(m).filter((x) => /^(agent_\d+\/(loss|grad_norm)|preference\/margin)$/.test(x)))
+          close(m[key], torch[k][key], `step ${k} ${key}`, 1e-3, 1e-6);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

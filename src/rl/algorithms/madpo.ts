@@ -109,7 +109,6 @@ export const MADPO: Algorithm<MadpoOptions> = {
       no(['preference_pairs_per_sample'], 'pair_selection all keeps every pair: set preference_pairs_per_sample to null');
     if (c.lr_scheduler !== 'constant')
       no(['lr_scheduler'], 'madpo knows its number of optimizer steps only once the pairs are drawn: use lr_scheduler constant (warmup_steps works)');
-    if (c.learner.backend !== 'local') no(['learner', 'backend'], 'the PyTorch learner has no DPO loss yet: madpo needs learner.backend local');
     return out;
   },
   samples(node, c, rng) {
