@@ -126,8 +126,6 @@ export interface TeamTask<Item> {
 export interface Algorithm<Own = object> {
   /** The value of `trainer.algorithm`. */
   readonly name: string;
-  /** Paper and reference class, for docs and messages. */
-  readonly paper: string;
   /** Its own keys (TRL-style documented zod fields), flat in the trainer section; set under another algorithm they are an error. */
   readonly options: z.ZodRawShape;
   /** Values it gives keys the trainer section leaves unset (read before validation; MARLOO: advantage_mode rloo). */

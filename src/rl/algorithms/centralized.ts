@@ -116,7 +116,6 @@ type CentralizedOptions = z.output<z.ZodObject<typeof MAGRPO_OPTIONS & typeof CE
 
 export const CENTRALIZED_MAGRPO: Algorithm<CentralizedOptions> = {
   name: 'centralized_magrpo',
-  paper: 'Liu et al., arXiv 2508.04652, the centralized baseline; CoMLRL CentralizedMAGRPOTrainer',
   options: { ...MAGRPO_OPTIONS, ...CENTRALIZED_OPTIONS },
   schedule: 'online',
   check(c) {

@@ -93,7 +93,6 @@ export function preferenceLoss(lp: ScoredTokens, s: LossSample, weight: number):
 
 export const MADPO: Algorithm<MadpoOptions> = {
   name: 'madpo',
-  paper: 'Rafailov et al., Direct Preference Optimization, arXiv 2305.18290; CoMLRL MADPOTrainer',
   options: MADPO_OPTIONS,
   // The tree samples C completions per agent: num_generations is C.
   defaults: (section) => ({ num_generations: section.preference_num_candidates ?? MADPO_OPTIONS.preference_num_candidates.parse(undefined) }),

@@ -142,10 +142,9 @@ export function policyGradientLoss(lp: ScoredTokens, s: LossSample, settings: Lo
 }
 
 /** One family member: the same update with its baseline fixed (MAGRPO: any baseline, `mean` by default). */
-function member(name: string, paper: string, mode: MagrpoOptions['advantage_mode'] | null): Algorithm<MagrpoOptions> {
+function member(name: string, mode: MagrpoOptions['advantage_mode'] | null): Algorithm<MagrpoOptions> {
   return {
     name,
-    paper,
     options: MAGRPO_OPTIONS,
     // Normalisation off by default: z-scoring cancels any per-node baseline (docs/differences.md).
     defaults: () => (mode === null ? {} : { advantage_mode: mode, advantage_normalization: false }),
@@ -164,7 +163,7 @@ function member(name: string, paper: string, mode: MagrpoOptions['advantage_mode
   };
 }
 
-export const MAGRPO = member('magrpo', 'Liu et al., LLM Collaboration With Multi-Agent Reinforcement Learning, arXiv 2508.04652', null);
-export const MAREINFORCE = member('mareinforce', 'Williams (1992), REINFORCE without a baseline; CoMLRL MAREINFORCETrainer', 'raw');
-export const MARLOO = member('marloo', 'Kool et al., Buy 4 REINFORCE samples, get a baseline for free (2019); CoMLRL MARLOOTrainer', 'rloo');
-export const MAREMAX = member('maremax', 'Li et al., ReMax (2023); CoMLRL MAReMaxTrainer', 'max');
+export const MAGRPO = member('magrpo', null);
+export const MAREINFORCE = member('mareinforce', 'raw');
+export const MARLOO = member('marloo', 'rloo');
+export const MAREMAX = member('maremax', 'max');
