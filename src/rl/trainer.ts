@@ -12,7 +12,7 @@
  * docs/algorithms.md), N = 1 is GRPO, PPO clipping, reference KL, LoRA.
  */
 import { join, relative } from 'node:path';
-import { Rng } from '../engine/rng.js';
+import { Rng, type RngState } from '../engine/rng.js';
 import { setPrecision } from '../engine/runtime.js';
 import { agentReturns, jointActionsPerNode, mean } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
@@ -105,6 +105,8 @@ export class MAGRPOTrainer<Item> {
   private uniformItems = new Map<number, number>();
   /** Items skipped by uniform_item_skip_epochs since the last log entry. */
   private skipped = 0;
+  /** Offline training: the trainer RNG as the current pass over the samples began (null between passes). */
+  private passRng: RngState | null = null;
 
   constructor(private readonly opts: TrainerOptions<Item>) {
     this.callbacks = opts.callbacks ?? [];
@@ -259,10 +261,10 @@ export class MAGRPOTrainer<Item> {
   /**
    * Offline algorithms (MADPO): every training item's tree first (`index` = the next item), its
    * samples kept in the buffers, one list per agent with the same items in the same order; then
-   * num_train_epochs shuffled passes over them (`epoch` = the next pass), one optimizer step per
-   * agent per minibatch, evaluation every eval_interval steps. Checkpoints follow save_steps
-   * while items are rolled out, then the last item and every pass; a stop request is honoured
-   * between items and between passes, so a resume is exact.
+   * num_train_epochs shuffled passes over them (`epoch` = the pass, `index` = items + minibatches
+   * taken in it), one optimizer step per agent per minibatch, evaluation every eval_interval
+   * steps. Checkpoints follow save_steps while items are rolled out, then the last item and every
+   * pass; a stop request is honoured between items and between steps, and a resume is exact.
    */
   private async trainOffline(o: TrainOptions) {
     const c = this.config;
@@ -293,14 +295,20 @@ export class MAGRPOTrainer<Item> {
     if (rollingOut && c.output_dir) await this.checkpoint({ epoch: this.epoch, index: data.length });
     const mb = c.train_batch_size ?? c.rollout_buffer_size;
     for (; this.epoch < c.num_train_epochs && n > 0; this.epoch++) {
-      if (this.stopRequested) return this.stopEarly(lastEval);
+      // A checkpoint inside the pass keeps the RNG as the pass began, so a resume draws the same
+      // order and skips the minibatches already taken (index − items of the dataset).
+      this.passRng = this.rng.getState();
       const order = this.rng.shuffle(Array.from({ length: n }, (_, k) => k));
-      for (let k = 0; k < n; k += mb) {
+      for (let k = (this.index - data.length) * mb; k < n; k += mb) {
+        if (this.stopRequested) return this.stopEarly(lastEval);
         const step = this.epoch * Math.ceil(n / mb) + k / mb;
         if (c.eval_interval > 0 && step % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
         await this.offlineStep(order.slice(k, k + mb));
+        this.index = data.length + k / mb + 1;
         await this.flushLogs();
       }
+      this.passRng = null;
+      this.index = data.length;
       if (c.output_dir && this.epoch + 1 < c.num_train_epochs) await this.checkpoint({ epoch: this.epoch + 1, index: data.length });
     }
     return this.finish(lastEval, { epoch: this.epoch, index: data.length });
@@ -535,7 +543,7 @@ export class MAGRPOTrainer<Item> {
       index: pos.index,
       items: this.items,
       envStep: this.envStep,
-      rng: this.rng.getState(),
+      rng: this.passRng ?? this.rng.getState(),
       buffers: this.buffers,
       lastLogged: this.logger.lastLogged,
       config: this.config,

@@ -156,6 +156,37 @@ describe('MADPO end to end (tiny model, native backend)', () => {
     await t.close();
   });
 
+  it('a run stopped mid-pass and resumed redraws the same order and ends with the same weights', async () => {
+    const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
+    try {
+      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      await full.train();
+      let steps = 0;
+      const first: MAGRPOTrainer<Item> = new MAGRPOTrainer({
+        task,
+        model: dir,
+        config: { ...config, output_dir: b },
+        callbacks: [{ onLog: ({ metrics }) => void ('agent_0/loss' in metrics && ++steps === 2 && first.requestStop()) }],
+      });
+      await first.train();
+      await first.close();
+      const state = JSON.parse(readFileSync(join(resolveCheckpoint(b), 'trainer_state.json'), 'utf8'));
+      assert.deepEqual([state.epoch, state.index], [0, 6 + 2], 'stopped after two minibatches of the first pass');
+      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      await resumed.train({ resumeFrom: b });
+      assert.equal(resumed.envStep, full.envStep);
+      for (let i = 0; i < 2; i++) {
+        const [wa, wb] = [weights(full, i), weights(resumed, i)];
+        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
+      }
+      await full.close();
+      await resumed.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+
   it('mp mode: the team log-ratios cross worker threads and training matches in-process', async () => {
     const small = { ...task, dataset: task.dataset.slice(0, 3) };
     const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
