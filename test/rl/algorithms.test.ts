@@ -14,10 +14,11 @@ import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import { centralTask, splitRoles, TAGGED_ADAPTER } from '../../src/rl/algorithms/centralized.js';
 import { selectPairs } from '../../src/rl/algorithms/madpo.js';
 import { resolveCheckpoint } from '../../src/rl/checkpoint.js';
-import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
+import { ConfigError, type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -185,6 +186,19 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });
     }
+  });
+
+  it("the reference library's class names: MADPOTrainer is MAGRPOTrainer with algorithm madpo", async () => {
+    const t = new MADPOTrainer({ task, model: dir, config });
+    assert.ok(t instanceof MAGRPOTrainer);
+    assert.equal(t.config.algorithm, 'madpo');
+    assert.equal(t.algorithm.schedule, 'offline');
+    await t.close();
+    assert.throws(
+      () => new MADPOTrainer({ task, model: dir, config: { ...config, algorithm: 'magrpo' } }),
+      (e: unknown) =>
+        e instanceof ConfigError && /^algorithm: MADPOTrainer trains with algorithm madpo, got "magrpo"/.test(`${e.issues[0].path}: ${e.issues[0].message}`),
+    );
   });
 
   it('mp mode: the team log-ratios cross worker threads and training matches in-process', async () => {

@@ -1,0 +1,49 @@
+/**
+ * One trainer class per algorithm, named as the reference library (and TRL) name them, for code
+ * ported from there. Each is MAGRPOTrainer, the one loop, with `trainer.algorithm` set:
+ * `new MADPOTrainer({ task, model, config })` is
+ * `new MAGRPOTrainer({ task, model, config: { ...config, algorithm: 'madpo' } })`.
+ */
+import type { AlgorithmName } from './algorithms/index.js';
+import { ConfigError } from './config.js';
+import { MAGRPOTrainer, type TrainerOptions } from './trainer.js';
+
+/** The options with `algorithm` set; a config naming another algorithm is an error naming the key. */
+function withAlgorithm<Item>(o: TrainerOptions<Item>, algorithm: AlgorithmName, cls: string): TrainerOptions<Item> {
+  const set = (o.config as { algorithm?: unknown } | undefined)?.algorithm;
+  if (set !== undefined && set !== algorithm)
+    throw new ConfigError([
+      { path: 'algorithm', message: `${cls} trains with algorithm ${algorithm}, got ${JSON.stringify(set)}; use MAGRPOTrainer to choose by config` },
+    ]);
+  return { ...o, config: { ...o.config, algorithm } };
+}
+
+export class MAREINFORCETrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'mareinforce', 'MAREINFORCETrainer'));
+  }
+}
+
+export class MARLOOTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'marloo', 'MARLOOTrainer'));
+  }
+}
+
+export class MAReMaxTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'maremax', 'MAReMaxTrainer'));
+  }
+}
+
+export class CentralizedMAGRPOTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'centralized_magrpo', 'CentralizedMAGRPOTrainer'));
+  }
+}
+
+export class MADPOTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'madpo', 'MADPOTrainer'));
+  }
+}
