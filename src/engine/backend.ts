@@ -317,30 +317,6 @@ export interface Backend {
    * vals[r, j], idx[r, j] for j < k.
    */
   topk(rows: number, n: number, x: FloatArray, k: number, vals: FloatArray, idx: Int32Array): void;
-
-  /**
-   * One decode step of a Llama-family decoder (model/llama.ts's forward with T = 1 and a KV
-   * cache) in one call: R sequences with one new token each, from token ids to logits [R, V];
-   * the new keys and values go to row `len` of the caches. The kernels above in sequence
-   * (engine/decode-step.ts spells them out; native/decode.c runs them without the framework).
-   *   dims     [R, L, C, H, Hkv, D, F, V, Smax, len, eps, bf16 (1: the packs hold bf16)]
-   *   weights  [embed [V, C], final norm [C], LM head pack, then per layer: input norm, q, k, v, o
-   *            packs, post-attention norm, gate, up, down packs, then the biases of q, k, v, o,
-   *            gate, up, down (null when absent)]; a pack is `packB(true, out, in, W, 0, in, …)`
-   *   caches   [k₀, v₀, k₁, v₁, …], each [R, Smax, Hkv, D]
-   *   keyMask  [R, Smax], row len already set; ids, positions [R]; cos/sin [maxPos, D/2]
-   */
-  llamaDecodeStep(
-    dims: Float64Array,
-    weights: readonly (FloatArray | null)[],
-    caches: readonly FloatArray[],
-    keyMask: Uint8Array,
-    ids: Int32Array,
-    positions: Int32Array,
-    cos: FloatArray,
-    sin: FloatArray,
-    logits: FloatArray,
-  ): void;
 }
 
 /** Every kernel name of the interface; used by tests to check both backends cover all of them. */
@@ -377,5 +353,4 @@ export const KERNELS = [
   'embeddingBackward',
   'adamw',
   'topk',
-  'llamaDecodeStep',
 ] as const satisfies readonly (keyof Backend)[];

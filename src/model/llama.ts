@@ -17,12 +17,13 @@ import { packedWeight } from '../engine/packed.js';
 import { alloc, backend, getDType } from '../engine/runtime.js';
 import { isGradEnabled, Tensor } from '../engine/tensor.js';
 import type { LlamaConfig } from './config.js';
+import { LAYER_WEIGHTS, llamaDecodeStep } from './llama-decode.js';
 import { CausalLM, type ForwardOptions, KVCache, type ParamSpec } from './transformer.js';
 
 // MAGRPO_FUSED_DECODE=0 keeps decode steps on the layer-by-layer path (A/B benchmarks).
 let fusedDecode = process.env.MAGRPO_FUSED_DECODE !== '0';
 
-/** Turns the one-call decode step (backend `llamaDecodeStep`) off or on again, for comparisons and tests. */
+/** Turns the one-call decode step (llama-decode.ts) off or on again, for comparisons and tests. */
 export function setFusedDecode(on: boolean): void {
   fusedDecode = on;
 }
@@ -117,7 +118,7 @@ export class LlamaModel extends CausalLM {
   }
 
   /**
-   * A decode step (one new token per row) in one backend call, when it can be: weights packed
+   * A decode step (one new token per row) in one call (llama-decode.ts), when it can be: weights packed
    * for this many rows (inside a sampling call, engine/packed.ts), no gradient, float32, logits
    * for every row. Null otherwise, and the layer-by-layer forward runs: both give the same products
    * in the same order, except that LoRA adapters are merged into their packs here (W + s·B·A, equal
@@ -144,20 +145,27 @@ export class LlamaModel extends CausalLM {
       const p = `model.layers.${l}`;
       const a = `${p}.self_attn`;
       const m = `${p}.mlp`;
-      const layer = [
-        this.param(`${p}.input_layernorm.weight`).data,
-        pack(`${a}.q_proj.weight`, H * D, C),
-        pack(`${a}.k_proj.weight`, Hkv * D, C),
-        pack(`${a}.v_proj.weight`, Hkv * D, C),
-        pack(`${a}.o_proj.weight`, C, H * D),
-        this.param(`${p}.post_attention_layernorm.weight`).data,
-        pack(`${m}.gate_proj.weight`, F, C),
-        pack(`${m}.up_proj.weight`, F, C),
-        pack(`${m}.down_proj.weight`, C, F),
-        ...[`${a}.q_proj`, `${a}.k_proj`, `${a}.v_proj`, `${a}.o_proj`, `${m}.gate_proj`, `${m}.up_proj`, `${m}.down_proj`].map(bias),
-      ];
-      if (layer.slice(0, 9).includes(null)) return null; // the scope's pack budget ran out
-      weights.push(...layer);
+      // In llama-decode.ts's LAYER_WEIGHTS order.
+      const layer: Record<(typeof LAYER_WEIGHTS)[number], FloatArray | null> = {
+        ln1: this.param(`${p}.input_layernorm.weight`).data,
+        q: pack(`${a}.q_proj.weight`, H * D, C),
+        k: pack(`${a}.k_proj.weight`, Hkv * D, C),
+        v: pack(`${a}.v_proj.weight`, Hkv * D, C),
+        o: pack(`${a}.o_proj.weight`, C, H * D),
+        ln2: this.param(`${p}.post_attention_layernorm.weight`).data,
+        gate: pack(`${m}.gate_proj.weight`, F, C),
+        up: pack(`${m}.up_proj.weight`, F, C),
+        down: pack(`${m}.down_proj.weight`, C, F),
+        q_bias: bias(`${a}.q_proj`),
+        k_bias: bias(`${a}.k_proj`),
+        v_bias: bias(`${a}.v_proj`),
+        o_bias: bias(`${a}.o_proj`),
+        gate_bias: bias(`${m}.gate_proj`),
+        up_bias: bias(`${m}.up_proj`),
+        down_bias: bias(`${m}.down_proj`),
+      };
+      if ([layer.q, layer.k, layer.v, layer.o, layer.gate, layer.up, layer.down].includes(null)) return null; // the scope's pack budget ran out
+      weights.push(...LAYER_WEIGHTS.map((name) => layer[name]));
       caches.push(cache.k[l].data, cache.v[l].data);
     }
     const bf16 = be.getPrecision() !== 'fp32'; // packedWeight makes bf16 packs exactly then
@@ -165,7 +173,7 @@ export class LlamaModel extends CausalLM {
     const tables = this.ropeTables();
     const dims = Float64Array.of(B, L, C, H, Hkv, D, F, V, cache.maxLen, cache.len, c.rmsNormEps, bf16 ? 1 : 0);
     const logits = new Tensor(alloc(B * V), opts.outputRows ? [B, V] : [B, 1, V]);
-    be.llamaDecodeStep(dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data);
+    llamaDecodeStep(be, dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data);
     cache.len += 1;
     return logits;
   }

@@ -1,5 +1,5 @@
 /**
- * The one-call decode step (backend llamaDecodeStep, model/llama.ts): sampling with it gives the
+ * The one-call decode step (model/llama-decode.ts, taken by model/llama.ts): sampling with it gives the
  * tokens and log-probs of the layer-by-layer forward bit for bit, on both backends, with GQA,
  * q/k/v biases (Qwen2) and bf16 packs; with LoRA adapters merged into the packs, the same tokens
  * and log-probs to float rounding; it is taken inside sampling calls of 4-64 rows and not for
@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { referenceBackend } from '../../src/engine/backends/reference.js';
 import { PACKED_MIN_ROWS } from '../../src/engine/packed.js';
 import { Rng } from '../../src/engine/rng.js';
 import { setBackend, setPrecision } from '../../src/engine/runtime.js';
 import { parseModelConfig } from '../../src/model/hf-config.js';
 import { setFusedDecode } from '../../src/model/llama.js';
+import { decodeStepCount } from '../../src/model/llama-decode.js';
 import { createModel } from '../../src/model/load.js';
 import { applyLora } from '../../src/model/lora.js';
 import { generate } from '../../src/model/sample.js';
@@ -106,23 +106,14 @@ describe('fused decode step with LoRA adapters merged into its packs', () => {
 });
 
 describe('when the fused step runs', () => {
-  const original = referenceBackend.llamaDecodeStep;
-  let calls = 0;
-  after(() => {
-    referenceBackend.llamaDecodeStep = original;
-    setBackend('native');
-  });
+  after(() => setBackend('native'));
 
   it('inside sampling with enough rows, LoRA or not; not for fewer rows, not when turned off', () => {
     setBackend('reference');
-    referenceBackend.llamaDecodeStep = (...args) => {
-      calls++;
-      original(...args);
-    };
     const count = (fn: () => void) => {
-      calls = 0;
+      const before = decodeStepCount.calls;
       fn();
-      return calls;
+      return decodeStepCount.calls - before;
     };
     assert.ok(count(() => sampleBoth(llama, 8)) > 0, '8 rows: fused');
     assert.ok(count(() => sampleBoth(qwen2, 8)) > 0, 'Qwen2 with biases: fused');

@@ -150,6 +150,16 @@ export function loadNativeBackend(): Backend {
   return loaded;
 }
 
+/**
+ * A function of the addon outside the kernel interface, or null when this addon has none by that
+ * name (a stale build): a model's fused fast path, such as native/decode.c's `llamaDecodeStep`,
+ * which model code calls with a fallback composed of kernels. Loads the addon.
+ */
+export function nativeFunction<F>(name: string): F | null {
+  const f = (loadNativeBackend() as unknown as Record<string, unknown>)[name];
+  return typeof f === 'function' ? (f as F) : null;
+}
+
 /** The sgemm in use: a user's OpenBLAS or the builtin one, and why. Loads the addon. */
 export function nativeBlas(): NativeBlas {
   return (loadNativeBackend() as unknown as AddonInfo).blas();

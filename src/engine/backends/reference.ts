@@ -4,7 +4,6 @@
  */
 
 import { type Backend, BF16_MIN_ROWS, type BinaryOp, type FloatArray, type GemmArgs, type Precision, type UnaryOp } from '../backend.js';
-import { composeLlamaDecodeStep } from '../decode-step.js';
 
 const GELU_K = Math.sqrt(2 / Math.PI);
 
@@ -478,10 +477,6 @@ export const referenceBackend: Backend = {
       }
       order.sort((i, j) => i - j);
     }
-  },
-
-  llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits) {
-    composeLlamaDecodeStep(referenceBackend, dims, weights, caches, keyMask, ids, positions, cos, sin, logits);
   },
 };
 
