@@ -243,7 +243,7 @@ export const MagrpoConfigSchema = z
     rollout_buffer_size: posInt().max(CONFIG_LIMITS.buffer).default(2).describe('node samples per agent before an update'),
     train_batch_size: posInt().max(CONFIG_LIMITS.buffer).nullable().default(null).describe('minibatch size within an update (null = rollout_buffer_size)'),
     // --- evaluation, logging, checkpoints
-    eval_interval: nonNegInt().default(16).describe('evaluate every this many training items (0 = never)'),
+    eval_interval: nonNegInt().default(16).describe('evaluate every this many training items (madpo: optimizer steps; 0 = never)'),
     eval_num_samples: nonNegInt().default(4).describe('eval items per evaluation'),
     eval_sampling: z.enum(['sampled', 'greedy']).default('sampled').describe('(magrpo) eval decoding; the reference samples'),
     eval_samples_per_item: posInt().max(CONFIG_LIMITS.generations).default(1).describe('(magrpo) episodes per eval item (pass@k needs k)'),
