@@ -137,14 +137,15 @@ export async function runDemo(flags: DemoOptions): Promise<{ runDir: string; tab
   return { runDir: report.dir, table, rows };
 }
 
-/** The trained and the untrained pair's first eval completions, verbatim: read them next to the numbers. */
-export function formatExamples(rows: EvalReport['rows']): string {
+/** The trained and the untrained pair's first `limit` eval completions, verbatim: read them next to the numbers (demo.json keeps more). */
+export function formatExamples(rows: EvalReport['rows'], limit = 3): string {
   const out: string[] = [];
   for (const method of ['trained pair (MAGRPO)', 'untrained pair']) {
     const row = rows.find((r) => r.method === method);
     if (!row?.examples?.length) continue;
-    out.push(`${method}, first ${row.examples.length} eval items:`);
-    for (const [k, ex] of row.examples.entries()) for (const [i, c] of ex.entries()) out.push(`  item ${k + 1}, agent ${i}: ${JSON.stringify(c.trim())}`);
+    const examples = row.examples.slice(0, limit);
+    out.push(`${method}, first ${examples.length} eval items:`);
+    for (const [k, ex] of examples.entries()) for (const [i, c] of ex.entries()) out.push(`  item ${k + 1}, agent ${i}: ${JSON.stringify(c.trim())}`);
     out.push('');
   }
   return out.join('\n');

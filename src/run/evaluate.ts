@@ -29,8 +29,12 @@ export interface EvalRow {
   examples?: string[][];
 }
 
-/** Episodes per method whose completions are kept in the report. */
-const EXAMPLES = 3;
+/**
+ * Episodes per method whose completions are kept in the report (eval.json, a demo's record): a
+ * demo's whole eval split, so that its summaries can be read next to its numbers, trained
+ * against untrained, item by item.
+ */
+const EXAMPLES = 32;
 
 export interface EvalReport {
   env: string;
