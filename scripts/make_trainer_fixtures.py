@@ -79,6 +79,16 @@ CASES = {
 }
 ROLLOUT_KEYS = ("items",)
 
+# Centralized MAGRPO (src/rl/algorithms/centralized.ts): one policy writes the joint completion of
+# every role; its update is GRPO's on those completions, so run_case computes it with N = 1. The
+# replay's adapter passes the prompt label through and gives the completion label to every role.
+CENTRALIZED_CASES = {
+    "centralized_two_roles": dict(algorithm="centralized_magrpo", num_roles=2, num_agents=1, num_generations=4,
+                                  num_turns=1, max_new_tokens=6, items=2, rollout_buffer_size=1,
+                                  advantage_mode="rloo", advantage_normalization=False,
+                                  loss_aggregation="token_mean", agent_learning_rate=3e-3),
+}
+
 # MADPO (src/rl/algorithms/madpo.ts): candidates sampled once per item, pairs by reward, then
 # epochs of joint-factorized DPO steps. One batch holds every pair, so the trainer's shuffle only
 # reorders a mean; the second epoch steps from moved policies, so each agent's own Δ and the
@@ -311,7 +321,8 @@ def lr_multiplier(step, kind, warmup, total):
 def run_case(name, case, cfg, weights):
     c = {**COMMON, **{k: v for k, v in case.items() if k not in ROLLOUT_KEYS}}
     n, g, mode = c["num_agents"], c["num_generations"], c.get("joint_mode", "aligned")
-    gen = torch.Generator().manual_seed(1000 + sorted(CASES).index(name))
+    seed = 1000 + sorted(CASES).index(name) if name in CASES else 2000 + sorted(CENTRALIZED_CASES).index(name)
+    gen = torch.Generator().manual_seed(seed)
     base = Llama(cfg, weights)
     policies = [Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
     lora_init = None
@@ -546,15 +557,17 @@ def summarize(x, m, gen):
 def main():
     """Writes every case's fixture, or only the cases named on the command line."""
     only = set(sys.argv[1:])
-    unknown = only - set(CASES) - set(MADPO_CASES)
-    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES) + sorted(MADPO_CASES)}"
+    unknown = only - set(CASES) - set(CENTRALIZED_CASES) - set(MADPO_CASES)
+    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES) + sorted(CENTRALIZED_CASES) + sorted(MADPO_CASES)}"
     torch.manual_seed(0)
     torch.set_num_threads(1)
     cfg = json.loads((MODEL / "config.json").read_text())
     weights = read_safetensors(MODEL / "model.safetensors")
     digest = hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
     OUT.mkdir(parents=True, exist_ok=True)
-    runs = [(name, run_case, CASES) for name in sorted(CASES)] + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)]
+    runs = ([(name, run_case, CASES) for name in sorted(CASES)]
+            + [(name, run_case, CENTRALIZED_CASES) for name in sorted(CENTRALIZED_CASES)]
+            + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)])
     for name, run, cases in runs:
         if only and name not in only:
             continue

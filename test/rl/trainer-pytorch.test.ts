@@ -111,6 +111,8 @@ function replayTask(fx: Fixture): Task<{ prompt: string }> {
       const child = fx.rollout[item].nodes.findIndex((n) => n.parent === node && n.parent_joint === k);
       return new Array<string>(N).fill(`i${item}n${child}`);
     },
+    // centralized_magrpo: the joint prompt is the label, and every role's output the joint completion's label
+    centralAdapter: { buildPrompt: (item) => item.prompt, parseCompletion: (c, _item, roles) => new Array<string>(roles).fill(c) },
   };
 }
 
