@@ -1,15 +1,17 @@
 /**
- * The MAGRPO trainer (arXiv 2508.04652; CoMLRL `MAGRPOTrainer.train`, comlrl/trainers/reinforce/magrpo.py). Per training item:
+ * The trainer: one loop for every algorithm of rl/algorithms/ (`trainer.algorithm`; MAGRPO,
+ * arXiv 2508.04652, by default; CoMLRL `MAGRPOTrainer.train`, comlrl/trainers/reinforce/magrpo.py).
+ * Online (the MAGRPO family), per training item:
  *
  *   tree    = buildTree(item)                      rollout.ts  (§1.3–1.5)
  *   R       = computeReturns(tree, γ)              rollout.ts  (§1.5)
- *   samples = nodeSamples(tree)                    per agent i, node n: returns_i, advantages (§1.5, §1.7, §1.8)
+ *   samples = nodeSamples(tree)                    per agent i, node n: the algorithm's samples (§1.5, §1.7, §1.8)
  *   for each env step s (ascending): buffers += samples at s; drain full buffers   (§1.9)
  *   drain(i) = for turn group, shuffled minibatch: agent i takes one optimizer step on
- *              −mean_g A_g · log π_i(c_g | p)      agent.ts
+ *              the algorithm's loss, e.g. −mean_g A_g · log π_i(c_g | p)
  *
- * Variants by config: advantage_mode mean/raw/max/rloo (MAGRPO, MAREINFORCE, MAReMax, MARLOO; see
- * docs/algorithms.md), N = 1 is GRPO, PPO clipping, reference KL, LoRA.
+ * Offline (MADPO): every item's samples first, then epochs of minibatch steps (trainOffline).
+ * docs/algorithms.md lists the algorithms; N = 1 is GRPO; PPO clipping, reference KL, LoRA by config.
  */
 import { join, relative } from 'node:path';
 import { Rng, type RngState } from '../engine/rng.js';
