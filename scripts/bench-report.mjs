@@ -255,6 +255,103 @@ function stepSection(runs) {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The step next to its peers, from bench/step/peers/ (`magrpo bench --step --peers --out`): per
+ * file one table (magrpo, CoMLRL, TRL, llama.cpp sampling), then what each side ran with, then the
+ * hand-written bench/step/peers/notes.md.
+ */
+function peersSection(runs) {
+  const lines = [];
+  const p = (x = '') => lines.push(x);
+  const s2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '—');
+  const gb = (mb) => (typeof mb === 'number' ? `${(mb / 1024).toFixed(1)} GB` : '—');
+  const la = (l) => `${l.before[0].toFixed(1)} → ${l.after[0].toFixed(1)}`;
+  const rewards = (xs) => (Array.isArray(xs) && xs.length ? xs.map((x) => (typeof x === 'number' ? x.toFixed(2) : '—')).join(', ') : '—');
+  p('## MAGRPO step next to CoMLRL, TRL and llama.cpp');
+  p();
+  p(
+    '`magrpo bench --step --peers --model <gguf>` (src/bench/step-peers.ts, scripts/bench_step_peers.py): the same TL;DR items, reward, model and ' +
+      'settings on magrpo and on its peers, one after the other on the same machine, each peer in its own process under `/usr/bin/time -v` ' +
+      '(peak RSS). Files in bench/step/peers/; what each side ran with and what CoMLRL does differently below the tables. Seconds per item: ' +
+      'magrpo and CoMLRL per MAGRPO item (2 agents × G 4 × 64 tokens, an update after every second item: the mean of the 3 timed items ' +
+      'holds 2 updates, the steady state 1 per 2 items); TRL per GRPO step of one agent (G 4 × 64 tokens, an update every step). ' +
+      '"peer ÷ magrpo" is a ratio of times (above 1: magrpo is faster); for llama.cpp, of the time per sampled token. Reward means: ' +
+      "each item's mean joint reward (magrpo's TL;DR reward on both MAGRPO sides), the first item the warm-up; TRL's is the one-agent structure level.",
+  );
+  for (const [name, r] of runs) {
+    const m = r.magrpo;
+    const ref = m.rows.filter((x) => x.phase.startsWith('score/')).reduce((a, x) => a + x.s, 0);
+    const sampling = m.rows.filter((x) => x.phase.startsWith('sample/')).reduce((a, x) => a + x.s, 0);
+    // Steady state: everything but the update per item, plus one update per rollout_buffer_size items.
+    const n = m.item_s.length;
+    const update = m.rows.filter((x) => x.phase.startsWith('update/')).reduce((a, x) => a + x.s * n, 0);
+    const updates = (m.rows.find((x) => x.phase === 'update/optimizer')?.calls ?? 0) / r.settings.agents;
+    const steady = m.step_s - update / n + (updates > 0 ? update / updates / r.settings.bufferSize : 0);
+    p();
+    p(`### ${name}`);
+    p();
+    p(
+      '| engine | s / item: mean of the timed items | steady state: 1 update per 2 items | peer ÷ magrpo (steady) | reward means | peak RSS | load average before → after |',
+    );
+    p('| --- | --- | --- | --- | --- | --- | --- |');
+    p(
+      `| magrpo | ${s2(m.step_s)} | ${s2(steady)} (${s2(steady - ref)} without the reference's scoring) | 1.00 | ${rewards(m.reward_means)} | ${gb(m.peak_rss_mb)} | ${la(m.load_average)} |`,
+    );
+    for (const q of r.peers) {
+      if (!q.ok) {
+        p(`| ${q.engine} | could not run: ${q.why} | | | | | ${la(q.load_average)} |`);
+        continue;
+      }
+      if (q.engine === 'llama.cpp') {
+        const ours = m.tokens.completion / sampling;
+        p(
+          `| llama.cpp sampling, batch 8 | ${q.sample_tokens_per_s.toFixed(0)} tokens/s | magrpo's step samples ${ours.toFixed(0)} tokens/s | ${(ours / q.sample_tokens_per_s).toFixed(2)} | | ${gb(q.peak_rss_mb)} | ${la(q.load_average)} |`,
+        );
+        continue;
+      }
+      const x = q.result;
+      // CoMLRL: s_per_item is its steady state (median sampling + reward + median update / 2); TRL: every step updates.
+      const st = q.engine === 'comlrl' ? x.s_per_item : x.mean_item_s;
+      const label = q.engine === 'comlrl' ? `CoMLRL ${x.versions.comlrl}` : `TRL ${x.versions.trl} GRPOTrainer, 1 agent (s / step)`;
+      p(
+        `| ${label} | ${s2(x.mean_item_s)} | ${s2(st)} | ${typeof st === 'number' ? s2(st / steady) : '—'} | ${rewards(x.reward_means)} | ${gb(q.peak_rss_mb)} | ${la(q.load_average)} |`,
+      );
+    }
+    p();
+    const s = r.settings;
+    p(
+      `- magrpo: \`${r.command}\`, ${r.date.slice(0, 16).replace('T', ' ')}, ${r.machine.cpu}, ${r.machine.logical_cpus} logical CPUs (${r.machine.shared}); ` +
+        `${s.threads} threads, fp32, LoRA r ${s.loraRank} (alpha ${2 * s.loraRank}) on all seven projections, chat prompts of ${r.items.map((it) => it.prompt_tokens.join('/')).join(', ')} tokens ` +
+        `(TL;DR training items ${r.items.map((it) => it.index).join(', ')}), temperature ${s.temperature}, top-p ${s.top_p}, top-k ${s.top_k}, learning rate ${s.learning_rate}; ` +
+        `items ${m.item_s.map(s2).join(', ')} s; phases (s per item) ${m.rows.map((x) => `${x.phase} ${s2(x.s)}`).join(', ')}.`,
+    );
+    for (const q of r.peers.filter((x) => x.ok)) {
+      const v = q.result.versions ?? {};
+      if (q.engine === 'llama.cpp') {
+        const st = q.result.settings;
+        p(
+          `- llama.cpp: llama-cpp-python ${q.result.llama_cpp_version}, ${st.model}, n_threads ${st.threads}, use_extra_bufts ${st.use_extra_bufts}, ` +
+            `batch ${r.llama.batch} × ${r.llama.new_tokens} new tokens after ${r.llama.prompt_tokens} random prompt tokens, no LoRA; wall ${q.result.sample['8'].wall.map(s2).join(', ')} s.`,
+        );
+        continue;
+      }
+      const st = q.result.settings;
+      const per =
+        q.engine === 'comlrl'
+          ? `items ${q.result.item_s.map(s2).join(', ')} s (sampling median ${s2(q.result.sample_s_median)} s, updates ${q.result.update_s_per_update.map(s2).join(', ')} s)`
+          : `steps ${q.result.step_s.map(s2).join(', ')} s`;
+      p(
+        `- ${q.engine}: torch ${v.torch}, transformers ${v.transformers}, peft ${v.peft}${v.trl ? `, trl ${v.trl}` : ''}${v.comlrl ? `, comlrl ${v.comlrl}` : ''}; ` +
+          `${st.torch_num_threads} torch threads, ${st.dtype}, LoRA r ${st.lora.r} (alpha ${st.lora.alpha}, dropout 0) on ${st.lora.target_modules.length} projections; ${per}; ` +
+          `${(q.result.notes ?? []).join('; ') || 'no changes to its defaults beyond the settings above'}.`,
+      );
+    }
+  }
+  const notes = join(peersDir, 'notes.md');
+  if (existsSync(notes)) p(`\n${readFileSync(notes, 'utf8').trim()}`);
+  return `${lines.join('\n')}\n`;
+}
+
 const files = existsSync(resultsDir)
   ? readdirSync(resultsDir)
       .filter((f) => f.endsWith('.json'))
@@ -314,6 +411,13 @@ const stepFiles = existsSync(stepDir)
       .sort()
   : [];
 const steps = stepFiles.length ? [stepSection(stepFiles.map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(stepDir, f), 'utf8'))]))] : [];
+const peersDir = join(stepDir, 'peers');
+const peerFiles = existsSync(peersDir)
+  ? readdirSync(peersDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+  : [];
+if (peerFiles.length) steps.push(peersSection(peerFiles.map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(peersDir, f), 'utf8'))])));
 const designFile = join(dirname(resultsDir), 'engine-design.md');
 const design = existsSync(designFile) ? [readFileSync(designFile, 'utf8')] : [];
 const text = `${[head, ...(body.length ? body : ['No results yet.\n']), ...design, ...steps].join('\n')}`.replace(/\n+$/, '\n');

@@ -59,7 +59,7 @@ def make_context(model, batch, prompt_len, new_tokens, threads):
     return ctx, p
 
 
-def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, warmup, rng):
+def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, warmup, rng, shared_prompt=False):
     ctx, params = make_context(model, batch, prompt_len, new_tokens, threads)
     mem = L.llama_get_memory(ctx)
     n = batch * prompt_len
@@ -70,6 +70,8 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, war
     wants = np.ctypeslib.as_array(lb.logits, shape=(n,))
     n_seq[:] = 1
     prompts = rng.integers(0, vocab, size=(batch, prompt_len), dtype=np.int32)
+    if shared_prompt:
+        prompts[:] = prompts[0]
 
     def decode():
         rc = L.llama_decode(ctx, lb)
@@ -84,6 +86,39 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, war
         c = np.cumsum(e, axis=1)
         u = rng.random(batch) * c[:, -1]
         return np.minimum((c < u[:, None]).sum(axis=1), vocab - 1).astype(np.int32)
+
+    def run_shared():
+        """One prompt prefilled once in sequence 0, its KV cache copied to the other sequences (as
+        magrpo's shared prefill and llama.cpp's server for n > 1), then the same decode as run()."""
+        L.llama_memory_clear(mem, True)
+        lb.n_tokens = prompt_len
+        token[:prompt_len] = prompts[0]
+        pos[:prompt_len] = np.arange(prompt_len, dtype=np.int32)
+        for i in range(prompt_len):
+            lb.seq_id[i][0] = 0
+        wants[:] = 0
+        wants[prompt_len - 1] = 1
+        rc = L.llama_decode(ctx, lb)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+        row = np.ctypeslib.as_array(L.llama_get_logits(ctx), shape=(1, vocab))
+        logits = np.repeat(row, batch, axis=0)
+        for s in range(1, batch):
+            L.llama_memory_seq_cp(mem, 0, s, -1, -1)
+        decode_from(logits)
+
+    def decode_from(logits):
+        lb.n_tokens = batch
+        for i in range(batch):
+            lb.seq_id[i][0] = i
+        wants[:batch] = 1
+        for step in range(new_tokens):
+            tok = draw(logits)
+            if step == new_tokens - 1:
+                break
+            token[:batch] = tok
+            pos[:batch] = prompt_len + step
+            logits = decode()
 
     def run():
         L.llama_memory_clear(mem, True)
@@ -110,7 +145,8 @@ def bench_sample(model, vocab, batch, prompt_len, new_tokens, threads, reps, war
             logits = decode()
 
     try:
-        return timed(run, reps, warmup), {
+        return timed(run_shared if shared_prompt else run, reps, warmup), {
+            "shared_prompt": shared_prompt,
             "n_ctx": L.llama_n_ctx(ctx),
             "n_ctx_seq": L.llama_n_ctx_seq(ctx),
             "n_batch": L.llama_n_batch(ctx),
@@ -138,6 +174,16 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", default="1,1,0", help="untimed runs first, per batch: min,max,seconds")
+    ap.add_argument(
+        "--no-extra-bufts",
+        action="store_true",
+        help="load with use_extra_bufts = False: llama.cpp's AMX buffer path SIGILLs on quantized weights on some Xeons (test/helpers/llama-cpp.ts)",
+    )
+    ap.add_argument(
+        "--shared-prompt",
+        action="store_true",
+        help="one prompt for every sequence, prefilled once and its KV cache copied (llama_memory_seq_cp), as magrpo's G samples share their prompt",
+    )
     args = ap.parse_args()
     warmup = rule(args.warmup)
     reps = rule(args.reps)
@@ -145,6 +191,8 @@ def main():
     L.llama_log_set(_log, ctypes.c_void_p(0))
     L.llama_backend_init()
     mp = L.llama_model_default_params()
+    if args.no_extra_bufts:
+        mp.use_extra_bufts = False
     model = L.llama_model_load_from_file(args.model.encode(), mp)
     if not model:
         raise SystemExit(f"llama.cpp could not load {args.model}")
@@ -154,7 +202,7 @@ def main():
     L.llama_model_desc(model, desc, len(desc))
     sample, contexts = {}, {}
     for b in args.sample_batches.split(","):
-        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, reps, warmup, rng)
+        sample[b], contexts[b] = bench_sample(model, vocab, int(b), args.prompt_len, args.new_tokens, args.threads, reps, warmup, rng, args.shared_prompt)
     out = {
         "llama_cpp_version": L.__version__,
         "params": L.llama_model_n_params(model),
@@ -163,6 +211,7 @@ def main():
         "settings": {
             "model": desc.value.decode("utf-8", "replace"),
             "threads": args.threads,
+            "use_extra_bufts": bool(mp.use_extra_bufts),
             "contexts": contexts,
             "sampling": "numpy: softmax of the logits at temperature 1, one categorical draw per sequence; no full-vocabulary log-probs",
             "system_info": L.llama_print_system_info().decode("utf-8", "replace").strip(),

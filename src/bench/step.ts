@@ -23,10 +23,13 @@ import { join } from 'node:path';
 import { kernelClock, type PhaseStat, takePhases, timePhases } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
 import { backend, timeKernels } from '../engine/runtime.js';
+import { tldrReward } from '../envs/writing/rewards.js';
 import { parseModelConfig } from '../model/hf-config.js';
 import { createModel, saveModel } from '../model/load.js';
 import { loadTokenizer } from '../model/pretrained.js';
+import type { ChatMessage } from '../model/tokenizer.js';
 import { LocalAgent } from '../rl/agent-pool.js';
+import type { Prompt } from '../rl/task.js';
 import { MAGRPOTrainer } from '../rl/trainer.js';
 
 /** SmolLM2-135M-Instruct's config.json (model keys): Llama, 30 layers, C 576, 9 heads / 3 KV heads, F 1536, V 49152, tied. */
@@ -58,6 +61,11 @@ export interface StepBenchSettings {
   warmupItems: number;
   items: number;
   threads: number;
+  /**
+   * `--peers` (step-peers.ts): real TL;DR items instead of the synthetic prompts, per item each
+   * agent's chat messages, scored by magrpo's TL;DR reward (the peers' items and reward).
+   */
+  tldr?: ChatMessage[][][];
 }
 
 export function stepSettings(o: { model?: string; items?: number; warmup?: number; threads: number }): StepBenchSettings {
@@ -104,10 +112,12 @@ export interface StepBenchReport {
   peak_rss_mb: number | null;
   /** Whether the peak was reset after the warm-up (else it is the whole process's). */
   peak_rss_timed_only: boolean;
+  /** Mean joint reward of each item, warm-up items first (TL;DR items only: `--peers`). */
+  reward_means?: number[];
 }
 
 interface Item {
-  prompts: string[];
+  prompts: Prompt[];
 }
 
 /** A random-weights model folder of `hf`'s shape with a word-level tokenizer (`w<id>` per id, `<eos>` = 0). */
@@ -190,14 +200,19 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
   if (random) log(`writing random weights of ${s.shape.num_hidden_layers} layers, hidden ${s.shape.hidden_size} to a temporary folder`);
   const dir = s.model ?? writeRandomModel(s.shape);
   try {
-    const items = makePrompts(s, dir, random, s.warmupItems + s.items);
+    const items = s.tldr ? s.tldr.map((prompts) => ({ prompts })) : makePrompts(s, dir, random, s.warmupItems + s.items);
+    if (items.length < s.warmupItems + s.items) throw new Error(`${items.length} items given, need ${s.warmupItems + s.items}`);
+    const rewardMeans: number[] = [];
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
     const trainer = new MAGRPOTrainer<Item>({
       task: {
         name: 'bench-step',
         dataset: items,
         formatters: Array.from({ length: s.agents }, (_, a) => (it: Item) => it.prompts[a]),
-        // Any reward that tells completions apart: the update must have nonzero advantages.
-        reward: ({ completions }) => completions.reduce((acc, c, i) => acc + ((c.length * (i + 3)) % 17), 0),
+        reward: s.tldr
+          ? ({ completions }) => tldrReward(completions[0], completions[1]).reward
+          : // Any reward that tells completions apart: the update must have nonzero advantages.
+            ({ completions }) => completions.reduce((acc, c, i) => acc + ((c.length * (i + 3)) % 17), 0),
       },
       model: dir,
       config: {
@@ -214,7 +229,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
     try {
       for (let i = 0; i < s.warmupItems; i++) {
         log(`warm-up item ${i + 1}/${s.warmupItems}`);
-        await trainer.trainStep(items[i], i);
+        rewardMeans.push(mean((await trainer.trainStep(items[i], i)).rewards));
       }
       takePhases();
       const timedOnly = resetPeakRss();
@@ -227,6 +242,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
         const t0 = performance.now();
         const root = await trainer.trainStep(items[i], i);
         itemMs.push(performance.now() - t0);
+        rewardMeans.push(mean(root.rewards));
         for (const g of root.groups) {
           promptTokens += g.promptIds.length / root.groups.length;
           for (const c of g.completions) completionTokens += c.ids.length;
@@ -252,6 +268,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
         tokens: { prompt: promptTokens / s.items, completion: completionTokens / s.items },
         peak_rss_mb: peakRssMb(),
         peak_rss_timed_only: timedOnly,
+        ...(s.tldr ? { reward_means: rewardMeans } : {}),
       };
     } finally {
       await trainer.close();
@@ -306,7 +323,19 @@ export function formatStep(r: StepBenchReport): string {
 }
 
 /** `magrpo bench --step`: measures, prints the table (or JSON) and writes `--out`. */
-export async function runStepBench(flags: { model?: string; items?: number; warmup?: number; threads: number; json?: boolean; out?: string }): Promise<void> {
+export async function runStepBench(flags: {
+  model?: string;
+  items?: number;
+  warmup?: number;
+  threads: number;
+  json?: boolean;
+  out?: string;
+  peers?: string | boolean;
+}): Promise<void> {
+  if (flags.peers !== undefined && flags.peers !== false) {
+    const { runStepPeersBench } = await import('./step-peers.js');
+    return runStepPeersBench(flags);
+  }
   const report = await measureStep(stepSettings(flags), (m) => process.stderr.write(`[bench] ${m}\n`));
   if (flags.out) writeFileSync(flags.out, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : formatStep(report));

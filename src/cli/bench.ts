@@ -37,6 +37,10 @@ export function registerBench(program: Command): void {
     .option('--model <path>', 'with --step: a model folder or .gguf file instead of random weights')
     .option('--items <n>', 'with --step: timed items (default 2, one update)', intOption(1))
     .option('--warmup <n>', 'with --step: untimed items first (default 2, one update)', intOption(0))
+    .option(
+      '--peers [list]',
+      'with --step and --model: the same TL;DR step on CoMLRL 1.4.3 and TRL (scripts/setup.sh --with-peers) and llama.cpp sampling, side by side (comlrl,trl,llama.cpp; default all; 1 warm-up + 3 timed items)',
+    )
     .addOption(new Option('--worker <size>', 'internal: measure one size in this process').hideHelp())
     .addOption(new Option('--lora', `internal: also measure LoRA training (rank ${LORA_RANK}, every linear layer) at every size`).hideHelp())
     .addHelpText(
@@ -47,12 +51,14 @@ Examples:
   ${CLI} bench --sizes 1m,10m --out bench/results/mine.json   # with PyTorch and llama.cpp when installed
   ${CLI} bench --sizes 1m,10m,124m,500m --threads 2           # adds Qwen2.5-0.5B shapes: LoRA r16 and full fine-tuning (~12 GB RAM)
   ${CLI} bench --step --model SmolLM2-135M-Instruct.Q4_1.gguf  # where a training step's time goes (docs/benchmarks.md)
+  ${CLI} bench --step --peers --model SmolLM2-135M-Instruct.Q4_1.gguf --threads 2 --out bench/step/peers/mine.json  # next to CoMLRL, TRL, llama.cpp
   # then: node scripts/bench-report.mjs rebuilds docs/benchmarks.md from bench/results/*.json`,
     )
     .action((flags: BenchFlags) => {
       if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
       if (flags.step) return runStepBench(flags);
-      if (flags.model !== undefined || flags.items !== undefined || flags.warmup !== undefined) throw new Error('--model, --items and --warmup go with --step');
+      if (flags.model !== undefined || flags.items !== undefined || flags.warmup !== undefined || flags.peers !== undefined)
+        throw new Error('--model, --items, --warmup and --peers go with --step');
       if (flags.worker !== undefined) {
         process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? QUICK_REPEATS : TIMED_REPEATS, { lora: flags.lora }))}\n`);
         return;
