@@ -74,40 +74,21 @@ export function prefixSharedAttention(q: Tensor, k: Tensor, v: Tensor, layout: {
   if (H % Hkv !== 0) throw new Error(`attention: ${H} query heads are not a multiple of ${Hkv} key/value heads`);
   const mask = layout.keyMask ?? null;
   if (mask !== null && mask.length !== S * T) throw new Error(`prefixSharedAttention: keyMask has ${mask.length} entries, expected S·T = ${S * T}`);
-  const scale = 1 / Math.sqrt(D);
   const be = backend();
   const qRow = H * D;
   const kRow = Hkv * D;
   const L = P + T; // keys a continuation sees
 
-  const out = new Tensor(allocOverwritten(q.size), q.shape);
-  const probsP = allocOverwritten(H * P * P);
-  be.attention(
-    1,
-    P,
-    P,
-    P,
-    H,
-    Hkv,
-    D,
-    q.data.subarray(0, P * qRow),
-    k.data.subarray(0, P * kRow),
-    v.data.subarray(0, P * kRow),
-    probsP,
-    out.data.subarray(0, P * qRow),
-    null,
-    true,
-    0,
-    scale,
-  );
-
   // Each continuation's keys and values: the prompt's rows, then its own.
   const kc = allocOverwritten(S * L * kRow);
   const vc = allocOverwritten(S * L * kRow);
-  be.copy2d(S, P * kRow, k.data, 0, 0, kc, 0, L * kRow, false);
-  be.copy2d(S, P * kRow, v.data, 0, 0, vc, 0, L * kRow, false);
-  be.copy2d(S, T * kRow, k.data, P * kRow, T * kRow, kc, P * kRow, L * kRow, false);
-  be.copy2d(S, T * kRow, v.data, P * kRow, T * kRow, vc, P * kRow, L * kRow, false);
+  for (const [src, dst] of [
+    [k.data, kc],
+    [v.data, vc],
+  ] as const) {
+    be.copy2d(S, P * kRow, src, 0, 0, dst, 0, L * kRow, false);
+    be.copy2d(S, T * kRow, src, P * kRow, T * kRow, dst, P * kRow, L * kRow, false);
+  }
   let maskC: Uint8Array | null = null;
   if (mask !== null) {
     maskC = new Uint8Array(S * L);
@@ -116,9 +97,29 @@ export function prefixSharedAttention(q: Tensor, k: Tensor, v: Tensor, layout: {
       maskC.set(mask.subarray(s * T, (s + 1) * T), s * L + P);
     }
   }
-  const probsC = allocOverwritten(S * H * T * L);
-  const qC = q.data.subarray(P * qRow);
-  if (S * T > 0) be.attention(S, T, L, L, H, Hkv, D, qC, kc, vc, probsC, out.data.subarray(P * qRow), maskC, true, P, scale);
+  // Two attention calls: the prompt over itself, then the continuations (batch S) over theirs.
+  // `rows` picks a part's query rows out of the packed q / out / their gradients.
+  const parts = [
+    {
+      B: 1,
+      T: P,
+      S: P,
+      rows: [0, P * qRow],
+      k: k.data.subarray(0, P * kRow),
+      v: v.data.subarray(0, P * kRow),
+      mask: null,
+      past: 0,
+      probs: allocOverwritten(H * P * P),
+    },
+    { B: S, T, S: L, rows: [P * qRow, N * qRow], k: kc, v: vc, mask: maskC, past: P, probs: allocOverwritten(S * H * T * L) },
+  ] as const;
+  const out = new Tensor(allocOverwritten(q.size), q.shape);
+  const scale = 1 / Math.sqrt(D);
+  const rowsOf = (x: FloatArray, [a, b]: readonly [number, number]) => x.subarray(a, b);
+  for (const p of parts) {
+    if (p.B * p.T > 0)
+      be.attention(p.B, p.T, p.S, p.S, H, Hkv, D, rowsOf(q.data, p.rows), p.k, p.v, p.probs, rowsOf(out.data, p.rows), p.mask, true, p.past, scale);
+  }
 
   if (needsGrad(q, k, v)) {
     record(out, () => {
@@ -126,60 +127,47 @@ export function prefixSharedAttention(q: Tensor, k: Tensor, v: Tensor, layout: {
       const gq = q.requiresGrad ? q.ensureGrad() : null;
       const gk = k.requiresGrad ? k.ensureGrad() : null;
       const gv = v.requiresGrad ? v.ensureGrad() : null;
-      const head = (g: FloatArray | null, rows: number) => (g === null ? null : g.subarray(0, rows));
-      be.attentionBackward(
-        1,
-        P,
-        P,
-        P,
-        H,
-        Hkv,
-        D,
-        q.data.subarray(0, P * qRow),
-        k.data.subarray(0, P * kRow),
-        v.data.subarray(0, P * kRow),
-        probsP,
-        out.grad.subarray(0, P * qRow),
-        true,
-        0,
-        scale,
-        head(gq, P * qRow),
-        head(gk, P * kRow),
-        head(gv, P * kRow),
-      );
-      if (S * T === 0) return;
+      // The prompt's key gradients go straight to its rows; the continuations' to copies (gkc, gvc).
       const gkc = gk === null ? null : alloc(S * L * kRow);
       const gvc = gv === null ? null : alloc(S * L * kRow);
-      be.attentionBackward(
-        S,
-        T,
-        L,
-        L,
-        H,
-        Hkv,
-        D,
-        qC,
-        kc,
-        vc,
-        probsC,
-        out.grad.subarray(P * qRow),
-        true,
-        P,
-        scale,
-        gq === null ? null : gq.subarray(P * qRow),
-        gkc,
-        gvc,
-      );
+      const targets = [
+        [gk?.subarray(0, P * kRow) ?? null, gv?.subarray(0, P * kRow) ?? null],
+        [gkc, gvc],
+      ] as const;
+      for (const [i, p] of parts.entries()) {
+        if (p.B * p.T === 0) continue;
+        const gqPart = gq === null ? null : rowsOf(gq, p.rows);
+        be.attentionBackward(
+          p.B,
+          p.T,
+          p.S,
+          p.S,
+          H,
+          Hkv,
+          D,
+          rowsOf(q.data, p.rows),
+          p.k,
+          p.v,
+          p.probs,
+          rowsOf(out.grad, p.rows),
+          true,
+          p.past,
+          scale,
+          gqPart,
+          targets[i][0],
+          targets[i][1],
+        );
+      }
       // Scatter back: continuation s's prompt keys add into the shared prompt rows, its own into its rows.
       for (const [gc, g] of [
         [gkc, gk],
         [gvc, gv],
       ] as const) {
-        if (gc === null || g === null) continue;
+        if (gc === null || g === null || S * T === 0) continue;
         for (let s = 0; s < S; s++) be.copy2d(1, P * kRow, gc, s * L * kRow, 0, g, 0, 0, true);
         be.copy2d(S, T * kRow, gc, P * kRow, L * kRow, g, P * kRow, T * kRow, true);
       }
-    }, [probsP, probsC, kc, vc]);
+    }, [parts[0].probs, parts[1].probs, kc, vc]);
   }
   return out;
 }

@@ -5,10 +5,8 @@
  * predict a completion token (row t predicts token t+1), so the LM head never runs on prompts.
  * Every real completion token is scored, including the last; padding is never scored.
  */
-import type { FloatArray } from '../engine/backend.js';
 import { entropyRows, tokenLogprobs } from '../engine/nn.js';
-import { alloc } from '../engine/runtime.js';
-import { isGradEnabled, Tensor } from '../engine/tensor.js';
+import { Tensor } from '../engine/tensor.js';
 import type { CausalLM } from './transformer.js';
 
 export interface Completion {
@@ -72,71 +70,10 @@ export function sequenceSums(r: CompletionLogprobs): number[] {
 }
 
 /**
- * log π(completion | prompt) of completions that all follow one prompt, without gradients: the
- * prompt runs once into a KV cache whose row is copied to every completion, then the completions
- * run together over it (right-padded; padding comes after every real token, so no query sees it).
- * The prompt's last row predicts each first token. Same numbers as `completionLogprobs` up to the
- * kernels' rounding for other row counts (~1e-6 with OpenBLAS), for a fraction of its work when
- * the prompt is longer than the completions.
- */
-export function sharedPromptLogprobs(model: CausalLM, prompt: readonly number[], completions: readonly (readonly number[])[]): CompletionLogprobs {
-  if (isGradEnabled()) throw new Error('sharedPromptLogprobs scores without gradients: call it inside noGrad');
-  if (prompt.length === 0) throw new Error('the prompt is empty: nothing predicts the first completion token');
-  const lengths = completions.map((c) => c.length);
-  const scored = completions.flatMap((c, b) => (c.length > 0 ? [b] : []));
-  const P = prompt.length;
-  const L = Math.max(0, ...lengths);
-  if (P + L > model.maxPositions) throw new Error(`a prompt + completion of ${P + L} tokens exceeds the model's context of ${model.maxPositions}`);
-  if (scored.length === 0) return { tokenLogprobs: new Tensor(new Float32Array(0), [0]), sequenceOf: new Int32Array(0), lengths };
-  const V = model.vocabSize;
-  const cache = model.createCache(1, P + L);
-  const first = model.forward(Int32Array.from(prompt), 1, P, { cache, outputRows: Int32Array.of(P - 1) }).data; // [1, V]
-  // Completion tokens but the last, [S, L − 1]: row j predicts token j + 1.
-  const S = scored.length;
-  const T = L - 1;
-  let rest: FloatArray = new Float32Array(0);
-  const restRow: number[] = []; // per scored sequence, the row of `rest` predicting its token 1
-  if (T > 0) {
-    const ids = new Int32Array(S * T);
-    const mask = new Uint8Array(S * T);
-    const pos = new Int32Array(S * T);
-    const rows: number[] = [];
-    for (const [s, b] of scored.entries()) {
-      const c = completions[b];
-      restRow.push(rows.length);
-      for (let j = 0; j < T; j++) {
-        ids[s * T + j] = c[Math.min(j, c.length - 1)];
-        mask[s * T + j] = j < c.length - 1 ? 1 : 0;
-        pos[s * T + j] = P + j;
-        if (j < c.length - 1) rows.push(s * T + j);
-      }
-    }
-    if (rows.length > 0) {
-      const shared = cache.select(new Array<number>(S).fill(0));
-      rest = model.forward(ids, S, T, { positions: pos, keyMask: mask, cache: shared, outputRows: Int32Array.from(rows) }).data;
-    }
-  }
-  const R = scored.reduce((a, b) => a + lengths[b], 0);
-  const logits = new Tensor(alloc(R * V), [R, V]);
-  const targets = new Int32Array(R);
-  const sequenceOf = new Int32Array(R);
-  let r = 0;
-  for (const [s, b] of scored.entries()) {
-    const c = completions[b];
-    for (let j = 0; j < c.length; j++, r++) {
-      const src = j === 0 ? first.subarray(0, V) : rest.subarray((restRow[s] + j - 1) * V, (restRow[s] + j) * V);
-      logits.data.set(src, r * V);
-      targets[r] = c[j];
-      sequenceOf[r] = b;
-    }
-  }
-  return { tokenLogprobs: tokenLogprobs(logits, targets), sequenceOf, lengths };
-}
-
-/**
- * `completionLogprobs` of completions that all follow one prompt, with gradients, the prompt
- * computed once: one packed sequence of the prompt and the scored completions (each padded to the
- * longest), attending as `ForwardOptions.sharedPrompt` says. The prompt's last row predicts every
+ * `completionLogprobs` of completions that all follow one prompt, the prompt computed once: one
+ * packed sequence of the prompt and the scored completions (each padded to the longest),
+ * attending as `ForwardOptions.sharedPrompt` says. With gradients (the learner's loss) or inside
+ * noGrad (reference and rescoring). The prompt's last row predicts every
  * first token, so the gradient through it is the sum of the completions' gradients, as in the
  * unshared batch. Same tokens, order and `sequenceOf` as `completionLogprobs` on the batch
  * [(prompt, c) for c in completions]; values equal to float rounding.

@@ -11,7 +11,7 @@ import { Rng, type RngState } from '../engine/rng.js';
 import { type BackendName, setBackend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
-import { type CompletionLogprobs, completionLogprobs, sharedPromptLogprobs } from '../model/logprobs.js';
+import { type CompletionLogprobs, completionLogprobs, groupLogprobs } from '../model/logprobs.js';
 import { applyLora, loadLora, saveLora } from '../model/lora.js';
 import { LanguageModel } from '../model/pretrained.js';
 import { sharedPrefill } from '../model/sample.js';
@@ -72,7 +72,7 @@ export interface UpdateStats {
 /** Log-probs of a group's completions without gradients: its prompt run once (unless MAGRPO_SHARED_PREFILL=0). */
 function scoreGroup(model: CausalLM, prompt: number[], completions: number[][]): CompletionLogprobs {
   return sharedPrefill()
-    ? sharedPromptLogprobs(model, prompt, completions)
+    ? groupLogprobs(model, prompt, completions)
     : completionLogprobs(
         model,
         completions.map((c) => ({ prompt, completion: c })),

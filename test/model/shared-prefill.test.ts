@@ -3,7 +3,7 @@
  * row, and sampling gives the tokens and log-probs of prefilling every copy. Checked on both
  * backends, with and without LoRA adapters (the RL path, layer by layer) and with stop tokens
  * (sequences dropping out of a batch whose rows were copied). Scoring a group's completions
- * (model/logprobs.ts sharedPromptLogprobs) gives completionLogprobs' numbers likewise.
+ * (model/logprobs.ts groupLogprobs, without gradients) gives completionLogprobs' numbers likewise.
  */
 import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
@@ -11,7 +11,7 @@ import { Rng } from '../../src/engine/rng.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
-import { completionLogprobs, sharedPromptLogprobs } from '../../src/model/logprobs.js';
+import { completionLogprobs, groupLogprobs } from '../../src/model/logprobs.js';
 import { applyLora } from '../../src/model/lora.js';
 import { distinctPrompts, generate, type SampleOptions, type SampleResult, setSharedPrefill } from '../../src/model/sample.js';
 import type { CausalLM } from '../../src/model/transformer.js';
@@ -145,14 +145,13 @@ describeEachBackend('one prefill per distinct prompt', (backend) => {
           completions.map((c) => ({ prompt: p, completion: c })),
         ),
       );
-      const shared = noGrad(() => sharedPromptLogprobs(model, p, completions));
+      const shared = noGrad(() => groupLogprobs(model, p, completions));
       assert.deepEqual(shared.lengths, whole.lengths);
       assert.deepEqual(Array.from(shared.sequenceOf), Array.from(whole.sequenceOf));
       const [a, b] = [Array.from(shared.tokenLogprobs.data), Array.from(whole.tokenLogprobs.data)];
       for (const [t, x] of a.entries()) assert.ok(Math.abs(x - b[t]) <= 1e-5, `token ${t}: ${x} against ${b[t]}`);
       if (exact) assert.deepEqual(a, b);
     }
-    assert.equal(noGrad(() => sharedPromptLogprobs(model, A, [[], []])).tokenLogprobs.size, 0);
-    assert.throws(() => sharedPromptLogprobs(model, A, [[1]]), /without gradients/);
+    assert.equal(noGrad(() => groupLogprobs(model, A, [[], []])).tokenLogprobs.size, 0);
   });
 });

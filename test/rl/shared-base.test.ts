@@ -12,7 +12,7 @@ import { setBackend, setDType } from '../../src/engine/runtime.js';
 import { noGrad } from '../../src/engine/tensor.js';
 import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
-import { sequenceSums, sharedPromptLogprobs } from '../../src/model/logprobs.js';
+import { groupLogprobs, sequenceSums } from '../../src/model/logprobs.js';
 import { applyLora, mergeLora } from '../../src/model/lora.js';
 import type { CausalLM } from '../../src/model/transformer.js';
 import { type LossSample, PolicyAgent } from '../../src/rl/agent.js';
@@ -22,7 +22,7 @@ import { makeTinyModel } from '../helpers/tiny-model.js';
 const lora = { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj', 'gate_proj', 'down_proj'] };
 const prompt = [1, 2, 3];
 const completions = [[4, 5], [6], [7, 8, 2]];
-const score = (model: CausalLM) => sequenceSums(noGrad(() => sharedPromptLogprobs(model, prompt, completions)));
+const score = (model: CausalLM) => sequenceSums(noGrad(() => groupLogprobs(model, prompt, completions)));
 
 describe('agents sharing a frozen base model', () => {
   let dir: string;
