@@ -84,7 +84,9 @@ export class Gpt2Model extends CausalLM {
 
     let out = reshape(h, [B * T, C]);
     if (opts.outputRows) out = gatherRows(out, opts.outputRows); // [R, C]
-    const logits = linear(ln(out, 'transformer.ln_f'), this.param('transformer.wte.weight')); // [R, V]
+    out = ln(out, 'transformer.ln_f');
+    if (opts.output === 'hidden') return opts.outputRows ? out : reshape(out, [B, T, C]);
+    const logits = linear(out, this.param('transformer.wte.weight')); // [R, V]
     return opts.outputRows ? logits : reshape(logits, [B, T, this.config.vocabSize]);
   }
 }

@@ -86,7 +86,7 @@ export class LlamaModel extends CausalLM {
     }
     const positions = this.positionsFor(B, T, opts);
     const tables = this.ropeTables();
-    if (cache && T === 1) {
+    if (cache && T === 1 && opts.output !== 'hidden') {
       const logits = this.fusedDecodeStep(ids, B, positions, cache, opts);
       if (logits) return logits;
     }
@@ -112,6 +112,7 @@ export class LlamaModel extends CausalLM {
     let out = reshape(h, [B * T, C]);
     if (opts.outputRows) out = gatherRows(out, opts.outputRows); // [R, C]
     out = rmsnorm(out, this.param('model.norm.weight'), eps);
+    if (opts.output === 'hidden') return opts.outputRows ? out : reshape(out, [B, T, C]);
     const head = this.config.tieWordEmbeddings ? this.param('model.embed_tokens.weight') : this.param('lm_head.weight');
     const logits = linear(out, head); // [R, V]
     return opts.outputRows ? logits : reshape(logits, [B, T, this.config.vocabSize]);

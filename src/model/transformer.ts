@@ -36,6 +36,12 @@ export interface ForwardOptions {
    * continuation padding.
    */
   sharedPrompt?: SharedPromptLayout;
+  /**
+   * What the forward returns: logits (default), or the final hidden states after the final norm,
+   * [B, T, C] (or [R, C] for `outputRows`), the LM head skipped (a value head reads them,
+   * model/value-head.ts).
+   */
+  output?: 'logits' | 'hidden';
 }
 
 export interface SharedPromptLayout {
