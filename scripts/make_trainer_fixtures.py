@@ -105,6 +105,23 @@ MADPO_CASES = {
                                      agent_learning_rate=3e-3),
 }
 
+# IAC (src/rl/algorithms/iac.ts): each agent's actor with a value head on its own model. The
+# head starts random (value_head_init) so values, targets and advantages are not all zero. One
+# drain per run, after every item is sampled, so every V_old comes from the starting weights;
+# each turn group is one minibatch. In the two-turn case the second step reads values moved by
+# the first, so the value clip binds there.
+IAC_CASES = {
+    # two turns, G = 1: TD targets r + γ·V_old(next turn), advantages z-scored per turn group,
+    # clipped value loss, V(h) on the prompt
+    "iac_two_turns_v": dict(algorithm="iac", num_agents=2, num_generations=1, num_turns=2, max_new_tokens=4, items=3,
+                            rollout_buffer_size=6, critic_type="v", value_clip_range=0.05, value_loss_coef=0.6,
+                            discount=0.9, advantage_normalization=True, agent_learning_rate=3e-3),
+    # one turn, G = 3 aligned: Q(h, a) on prompt + completion, plain squared value error, raw advantages
+    "iac_q_single_turn": dict(algorithm="iac", num_agents=2, num_generations=3, num_turns=1, max_new_tokens=5, items=2,
+                              rollout_buffer_size=6, critic_type="q", value_clip_range=None, value_loss_coef=0.5,
+                              advantage_normalization=False, agent_learning_rate=2e-3),
+}
+
 
 # ---------------------------------------------------------------------------------------------
 # Checkpoint and model.
@@ -150,6 +167,12 @@ class Llama:
         return y
 
     def logits(self, ids):
+        w = self.w
+        head = w["model.embed_tokens.weight"] if self.cfg["tie_word_embeddings"] else w["lm_head.weight"]
+        return self.hidden(ids) @ head.T
+
+    def hidden(self, ids):
+        """The final hidden states [T, C], after the final norm (what the LM head and a value head read)."""
         cfg, w = self.cfg, self.w
         t = len(ids)
         nh, nkv, hd, eps = cfg["num_attention_heads"], cfg["num_key_value_heads"], self.hd, cfg["rms_norm_eps"]
@@ -173,9 +196,7 @@ class Llama:
             h = norm(x, w[p + "post_attention_layernorm.weight"])
             m = torch.nn.functional.silu(self.proj(h, p + "mlp.gate_proj")) * self.proj(h, p + "mlp.up_proj")
             x = x + self.proj(m, p + "mlp.down_proj")
-        x = norm(x, w["model.norm.weight"])
-        head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
-        return x @ head.T
+        return norm(x, w["model.norm.weight"])
 
     def completion_logprobs(self, prompt, completion):
         """Per completion token: log π(c_j | prompt, c_<j) [len], and the entropy of each predictive row."""
@@ -540,6 +561,101 @@ def run_madpo_case(name, case, cfg, weights):
     return c, rollout, None, expected
 
 
+def run_iac_case(name, case, cfg, weights):
+    c = {**COMMON, **{k: v for k, v in case.items() if k not in ROLLOUT_KEYS}}
+    n, g = c["num_agents"], c["num_generations"]
+    gen = torch.Generator().manual_seed(4000 + sorted(IAC_CASES).index(name))
+    policies = [Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
+    C = cfg["hidden_size"]
+    heads = [dict(w=torch.randn(1, C, generator=gen) * 0.1, b=torch.randn(1, generator=gen) * 0.1) for _ in range(n)]
+    items, joint = make_rollout(case, policies, gen)
+
+    def value(pol, head, ids):
+        return (pol.hidden(ids)[-1:] @ head["w"].T + head["b"]).reshape(1)
+
+    def critic_ids(prompt, comp):
+        return prompt if c["critic_type"] == "v" else prompt + comp
+
+    # V_old of every completion with the starting weights (everything is sampled before the one drain)
+    with torch.no_grad():
+        for it in items:
+            for node in it["nodes"]:
+                node["values"] = [[float(value(policies[a], heads[a], critic_ids(node["prompt_ids"][a], x)))
+                                   for x in node["completion_ids"][a]] for a in range(n)]
+    per_agent = [[] for _ in range(n)]
+    for it in items:
+        nodes = it["nodes"]
+        for k in preorder(nodes):
+            node, kids = nodes[k], children_of(nodes, k)
+            for a in range(n):
+                for gi, comp in enumerate(node["completion_ids"][a]):
+                    j = next(j for j, idx in enumerate(joint) if idx[a] == gi)
+                    r = processed(node["rewards"][j], c.get("reward_processor"))
+                    target = r + c.get("discount", 1.0) * nodes[kids[j]]["values"][a][0] if kids else r
+                    v_old = node["values"][a][gi]
+                    per_agent[a].append(dict(turn=node["turn"], prompt=node["prompt_ids"][a], comp=comp, v_old=v_old,
+                                             target=target, adv=target - v_old))
+    for a in range(n):
+        assert len(per_agent[a]) == c["rollout_buffer_size"], f"{name}: one drain after the last item"
+
+    expected, margin = [], math.inf
+    for a, pol in enumerate(policies):
+        head = heads[a]
+        for t in pol.w.values():
+            t.requires_grad_(True)
+        params = {**pol.w, "v_head.summary.weight": head["w"].clone().requires_grad_(True),
+                  "v_head.summary.bias": head["b"].clone().requires_grad_(True)}
+        head = {"w": params["v_head.summary.weight"], "b": params["v_head.summary.bias"]}
+        opt = torch.optim.AdamW(list(params.values()), lr=c["agent_learning_rate"], betas=tuple(c["adam_betas"]),
+                                eps=c["adam_eps"], weight_decay=c["weight_decay"])
+        rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0)
+        steps = 0
+        eps = c["value_clip_range"]
+        for turn in sorted({x["turn"] for x in per_agent[a]}):
+            group = [x for x in per_agent[a] if x["turn"] == turn]
+            advs = [x["adv"] for x in group]
+            if c["advantage_normalization"] and len(advs) > 1:
+                m = sum(advs) / len(advs)
+                std = max(math.sqrt(sum((x - m) ** 2 for x in advs) / len(advs)), 1e-6)
+                advs = [(x - m) / std for x in advs]
+            opt.zero_grad(set_to_none=False)
+            mb_loss = 0.0
+            for x, adv in zip(group, advs):
+                lp, ent = pol.completion_logprobs(x["prompt"], x["comp"])
+                v = value(pol, head, critic_ids(x["prompt"], x["comp"]))
+                err = (x["target"] - v) ** 2
+                if eps is not None:
+                    clipped = x["v_old"] + torch.clamp(v - x["v_old"], -eps, eps)
+                    err = torch.maximum(err, (x["target"] - clipped) ** 2)
+                    margin = min(margin, abs(abs(float(v) - x["v_old"]) - eps))
+                loss_s = -adv * lp.sum() + c["value_loss_coef"] * err.sum()
+                (loss_s / len(group)).backward()
+                mb_loss += float(loss_s) / len(group)
+                rec["entropy"] += float(ent.sum())
+                rec["tokens"] += len(x["comp"])
+                rec["seqs"] += 1
+            rec["grad_norm"] += math.sqrt(sum(float((p.grad ** 2).sum()) for p in params.values()))
+            opt.step()
+            rec["loss"] += mb_loss
+            steps += 1
+        logged = [{"loss": rec["loss"] / steps, "grad_norm": rec["grad_norm"] / steps, "entropy": rec["entropy"] / rec["tokens"],
+                   "completion_length": rec["tokens"] / rec["seqs"], "lr": c["agent_learning_rate"], "steps": steps}]
+        state = opt.state_dict()["state"]
+        summaries = {}
+        for idx, (pname, t) in enumerate(params.items()):
+            st = state[idx]
+            summaries[pname] = {kind: summarize(x.detach().flatten(), st["exp_avg"].flatten(), gen)
+                                for kind, x in (("w", t), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
+        expected.append(dict(drains=logged, optimizer_steps=steps, params=summaries, ppo_clipped_fraction=None))
+    # float32 runs of the test must take the same branch of the value clip
+    assert margin > 1e-4, f"{name}: a value is {margin} from the clip boundary; change the case"
+    if eps is not None:
+        print(f"{name}: closest |V - V_old| to the value clip: {margin:.2e}")
+    rollout = [dict(nodes=[{k: v for k, v in nd.items() if k not in ("returns", "values")} for nd in it["nodes"]]) for it in items]
+    init = [{"v_head.summary.weight": h_["w"].flatten().tolist(), "v_head.summary.bias": h_["b"].tolist()} for h_ in heads]
+    return c, rollout, init, expected
+
+
 def h(j):
     return ((j * 2654435761) % 4294967296) / 4294967296 - 0.5
 
@@ -557,8 +673,9 @@ def summarize(x, m, gen):
 def main():
     """Writes every case's fixture, or only the cases named on the command line."""
     only = set(sys.argv[1:])
-    unknown = only - set(CASES) - set(CENTRALIZED_CASES) - set(MADPO_CASES)
-    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES) + sorted(CENTRALIZED_CASES) + sorted(MADPO_CASES)}"
+    every = sorted(CASES) + sorted(CENTRALIZED_CASES) + sorted(MADPO_CASES) + sorted(IAC_CASES)
+    unknown = only - set(every)
+    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {every}"
     torch.manual_seed(0)
     torch.set_num_threads(1)
     cfg = json.loads((MODEL / "config.json").read_text())
@@ -567,11 +684,13 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     runs = ([(name, run_case, CASES) for name in sorted(CASES)]
             + [(name, run_case, CENTRALIZED_CASES) for name in sorted(CENTRALIZED_CASES)]
-            + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)])
+            + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)]
+            + [(name, run_iac_case, IAC_CASES) for name in sorted(IAC_CASES)])
     for name, run, cases in runs:
         if only and name not in only:
             continue
-        config, rollout, lora_init, expected = run(name, cases[name], cfg, weights)
+        config, rollout, init, expected = run(name, cases[name], cfg, weights)
+        lora_init, head_init = (None, init) if run is run_iac_case else (init, None)
         fixture = {
             "case": name,
             "model": "models/micro",
@@ -579,6 +698,7 @@ def main():
             "generated_by": "scripts/make_trainer_fixtures.py (PyTorch %s, float64)" % torch.__version__,
             "config": config,
             "lora_init": lora_init,
+            **({"value_head_init": head_init} if head_init is not None else {}),
             "rollout": rollout,
             "expected": expected,
         }
@@ -591,7 +711,7 @@ def main():
             for a, e in enumerate(expected))
         print(f"{name}: {path.stat().st_size // 1024} KB; {info}")
     total = sum(p.stat().st_size for p in OUT.glob("*.json"))
-    assert total < 400_000, f"fixtures are {total} bytes; keep them small"
+    assert total < 500_000, f"fixtures are {total} bytes; keep them small"
     print(f"total {total // 1024} KB")
 
 

@@ -6,6 +6,7 @@ export type { Baseline, Environment, EpisodeResult } from './envs/environment.js
 export { createModel, loadModel, saveModel } from './model/load.js';
 export { applyLora, type LoraConfig, loadLora, mergeLora, saveLora } from './model/lora.js';
 export { LanguageModel, type TextSample, type TextSampleOptions } from './model/pretrained.js';
+export { VALUE_HEAD_FILE, ValueHead } from './model/value-head.js';
 export { TAGGED_ADAPTER } from './rl/algorithms/centralized.js';
 export { ALGORITHM_NAMES, type AlgorithmName } from './rl/algorithms/index.js';
 export type { TrainerCallback } from './rl/callbacks.js';
@@ -28,7 +29,7 @@ export {
 } from './rl/task.js';
 export { TensorBoardSink } from './rl/tensorboard.js';
 export { MAGRPOTrainer, type NodeSample, type TrainerOptions, type TrainOptions } from './rl/trainer.js';
-export { CentralizedMAGRPOTrainer, MADPOTrainer, MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from './rl/trainers.js';
+export { CentralizedMAGRPOTrainer, IACTrainer, MADPOTrainer, MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from './rl/trainers.js';
 export { runDemo } from './run/demo.js';
 export { type EvalReport, evaluateTarget } from './run/evaluate.js';
 export { RUN_FILES, readJsonl } from './run/run-dir.js';

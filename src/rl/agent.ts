@@ -17,6 +17,7 @@ import { LanguageModel } from '../model/pretrained.js';
 import { sharedPrefill } from '../model/sample.js';
 import type { Prompt } from '../model/tokenizer.js';
 import type { CausalLM } from '../model/transformer.js';
+import { ValueHead } from '../model/value-head.js';
 import { klK3 } from './advantage.js';
 import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
@@ -56,6 +57,8 @@ export interface SampledGroup {
   refKl?: number[];
   /** Per completion: mean per-token NLL under the reference (the frozen starting model). */
   refNll?: number[];
+  /** Per completion: the value head's output at sampling time (actor-critic agents). */
+  values?: number[];
 }
 
 export interface UpdateStats {
@@ -116,6 +119,8 @@ export class PolicyAgent {
   private samplerStep = -1;
   /** |Δ log p| between sampler and learner, and importance weights, over an update. */
   private readonly tis = new TisStats();
+  /** The critic of actor-critic algorithms (spec.critic), trained with this agent's weights. */
+  readonly valueHead: ValueHead | null;
 
   constructor(readonly spec: AgentSpec) {
     if (spec.backend) setBackend(spec.backend);
@@ -127,7 +132,10 @@ export class PolicyAgent {
     this.ref = !tracked ? null : spec.lora ? withModel(this.lm, this.lm.model.sharedBase()) : LanguageModel.load(spec.modelDir);
     if (this.ref) for (const p of this.ref.model.params.values()) p.requiresGrad = false;
     this.lr = spec.lr;
-    this.learner = spec.learner ? new TorchLearner(spec, this.lm, spec.learner) : new LocalLearner(spec, this.lm);
+    // Its own seed stream: the sampling RNG's draws stay those of an agent without a head.
+    this.valueHead = spec.critic ? new ValueHead(this.lm.model.config.hiddenSize, new Rng((spec.seed ^ 0x9e3779b9) >>> 0)) : null;
+    if (this.valueHead && spec.learner) throw new Error(`agent ${spec.index}: the PyTorch learner has no value heads yet; use learner.backend local`);
+    this.learner = spec.learner ? new TorchLearner(spec, this.lm, spec.learner) : new LocalLearner(spec, this.lm, this.valueHead);
     this.sampler = createSampler(spec.rollout, this.lm, this.rng);
   }
 
@@ -142,6 +150,7 @@ export class PolicyAgent {
       const g: SampledGroup = { prompt: requests[k].prompt, promptIds: o.promptIds, completions: o.completions };
       if (this.sampler.kind !== 'local') this.rescore(g);
       if (this.ref) this.attachReference(g);
+      if (this.valueHead) this.attachValues(g);
       return g;
     });
   }
@@ -187,6 +196,19 @@ export class PolicyAgent {
     for (let t = 0; t < r.sequenceOf.length; t++) g.refLogprobs[r.sequenceOf[t]].push(r.tokenLogprobs.data[t]);
     g.refKl = g.completions.map((c, k) => klK3(c.logprobs, (g.refLogprobs as number[][])[k]));
     g.refNll = (g.refLogprobs as number[][]).map((lp) => (lp.length ? -lp.reduce((a, b) => a + b, 0) / lp.length : 0));
+  }
+
+  /** V_old of each completion, no gradient: V(h) of the prompt (one for all), or Q(h, a) of prompt + completion. */
+  private attachValues(g: SampledGroup): void {
+    const head = this.valueHead as ValueHead;
+    const model = this.lm.model;
+    g.values = phase('score/value', () =>
+      noGrad(() => {
+        if (this.spec.critic?.type === 'q') return g.completions.map((c) => head.value(model, [...g.promptIds, ...c.ids]).data[0]);
+        const v = head.value(model, g.promptIds).data[0];
+        return g.completions.map(() => v);
+      }),
+    );
   }
 
   /**
@@ -277,8 +299,10 @@ export class PolicyAgent {
   /** Weights (HF folder, or LoRA adapter) + the learner's state (optimizer moments, steps) + RNG and step counter. */
   async save(dir: string): Promise<void> {
     mkdirSync(dir, { recursive: true });
-    if (this.spec.lora) saveLora(this.lm.model, join(dir, 'adapter'), this.spec.modelDir);
-    else this.lm.save(join(dir, 'model'));
+    const weights = join(dir, this.spec.lora ? 'adapter' : 'model');
+    if (this.spec.lora) saveLora(this.lm.model, weights, this.spec.modelDir);
+    else this.lm.save(weights);
+    this.valueHead?.save(weights);
     await this.learner.saveState(dir);
     const state = { agent_steps: this.steps, lr: this.lr, rng: this.rng.getState() };
     writeFileAtomic(join(dir, 'agent_state.json'), [`${JSON.stringify(state)}\n`]);
@@ -286,6 +310,7 @@ export class PolicyAgent {
 
   async load(dir: string): Promise<void> {
     this.loadWeights(join(dir, this.spec.lora ? 'adapter' : 'model'), this.spec.lora !== null);
+    this.valueHead?.load(join(dir, this.spec.lora ? 'adapter' : 'model'));
     await this.learner.loadState(dir);
     const state = JSON.parse(readFileSync(join(dir, 'agent_state.json'), 'utf8')) as { agent_steps: number; lr?: number; rng: RngState };
     this.steps = state.agent_steps;

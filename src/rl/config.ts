@@ -170,7 +170,7 @@ export const MagrpoConfigSchema = z
       .enum(ALGORITHM_NAMES)
       .default('magrpo')
       .describe(
-        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family), centralized_magrpo (one joint policy for every role) or madpo (offline joint DPO); keys another algorithm owns are refused',
+        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family), centralized_magrpo (one joint policy for every role), madpo (offline joint DPO) or iac (independent actor-critic, a value head per agent); keys another algorithm owns are refused',
       ),
     // --- data and schedule
     num_train_epochs: posInt().default(20).describe('passes over the training set'),
@@ -178,10 +178,10 @@ export const MagrpoConfigSchema = z
     num_generations: z
       .number()
       .int()
-      .min(2)
+      .min(1)
       .max(CONFIG_LIMITS.generations)
       .default(4)
-      .describe('G, completions each agent samples per tree node (group baseline needs ≥ 2)'),
+      .describe('G, completions each agent samples per tree node (a group baseline needs ≥ 2; iac, whose critic is the baseline, defaults to 1)'),
     num_turns: posInt().max(CONFIG_LIMITS.turns).default(1).describe('T, turns per episode; > 1 needs a transition. (magrpo) default 1, the reference has 2'),
     seed: nonNegInt().default(0).describe('(magrpo) seeds sampling, buffer shuffles and initialisation'),
     precision: z
@@ -267,7 +267,10 @@ export const MagrpoConfigSchema = z
       if (!owners.includes(c.algorithm) && !isDeepStrictEqual(c[key as keyof typeof c], field.parse(undefined)))
         ctx.addIssue({ code: 'custom', path: [key], message: `a key of algorithm ${owners.join(' / ')}; this run's algorithm is ${c.algorithm}` });
     }
-    for (const p of algorithmNamed(c.algorithm).check(c)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+    const algorithm = algorithmNamed(c.algorithm);
+    for (const p of algorithm.check(c)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+    if (c.num_generations < 2 && !algorithm.critic)
+      ctx.addIssue({ code: 'custom', path: ['num_generations'], message: `algorithm ${c.algorithm} needs ≥ 2: its baseline compares the group's completions` });
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     let tree = 0;
     for (let t = 1; t <= c.num_turns && tree <= CONFIG_LIMITS.treeActions; t++) tree += K ** t;

@@ -18,6 +18,7 @@ import { saveLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { readSafetensors, writeSafetensors } from '../model/safetensors.js';
 import { sharedPrefill } from '../model/sample.js';
+import type { ValueHead } from '../model/value-head.js';
 import type { LossSample, LossSettings } from './algorithms/algorithm.js';
 import { algorithmNamed } from './algorithms/index.js';
 
@@ -95,7 +96,10 @@ const threadBuffers = new BufferPool();
 /** Local learners of this thread inside an update (from forwardBackward to releaseMemory). */
 const updating = new Set<LocalLearner>();
 
-/** The embedded engine as a learner: gradients of `lm` in this process, AdamW over its trainable parameters. */
+/**
+ * The embedded engine as a learner: gradients of `lm` in this process, AdamW over its trainable
+ * parameters and, for actor-critic algorithms, the value head's (one optimizer, one step for both).
+ */
 export class LocalLearner implements Learner {
   readonly kind = 'local';
   private opt: AdamW;
@@ -104,13 +108,20 @@ export class LocalLearner implements Learner {
   constructor(
     private readonly spec: LearnerSpec,
     private readonly lm: LanguageModel,
+    private readonly head: ValueHead | null = null,
   ) {
+    if ((spec.critic ?? null) !== null && head === null) throw new Error(`agent ${spec.index}: the algorithm trains a value head and none was given`);
     this.opt = this.newOptimizer();
   }
 
   private newOptimizer(): AdamW {
     const s = this.spec;
-    return new AdamW(this.lm.model.trainableParams(), { lr: s.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
+    return new AdamW([...this.lm.model.trainableParams(), ...(this.head?.params() ?? [])], {
+      lr: s.lr,
+      betas: s.betas,
+      eps: s.eps,
+      weightDecay: s.weightDecay,
+    });
   }
 
   /** The AdamW instance (its moments and step count), for tests and diagnostics. */
@@ -163,7 +174,8 @@ export class LocalLearner implements Learner {
    */
   private sampleLoss(s: LossSample, weight: number) {
     const scored = s.completions.flatMap((c, g) => (c.length > 0 ? [g] : []));
-    if (scored.length === 0) return null;
+    // An empty completion still has a value to regress (actor-critic).
+    if (scored.length === 0 && this.head === null) return null;
     const f = phase('update/forward', () => this.lossGraph(s, scored, weight));
     // Read before backward: inside the buffer pool, backward recycles the graph's activations.
     const logprobs: number[][] = s.completions.map(() => []);
@@ -195,8 +207,14 @@ export class LocalLearner implements Learner {
           s.completions.map((completion) => ({ prompt: s.promptIds, completion })),
           { entropy: true },
         );
+    const critic = this.spec.critic ?? null;
+    // V(h) reads the prompt alone, Q(h, a) the prompt and the completion: separate forwards, as the reference's.
+    const values =
+      this.head && critic
+        ? s.completions.map((c) => (this.head as ValueHead).value(model, critic.type === 'v' ? s.promptIds : [...s.promptIds, ...c]))
+        : undefined;
     // The run's algorithm turns the scored tokens into this sample's loss (rl/algorithms/).
-    const { loss, clipped, klSum, klTokens } = algorithmNamed(this.spec.algorithm).loss({ ...lp, scored: scored.length }, s, this.spec, weight);
+    const { loss, clipped, klSum, klTokens } = algorithmNamed(this.spec.algorithm).loss({ ...lp, scored: scored.length, values }, s, this.spec, weight);
     const R = lp.sequenceOf.length;
     const value = loss.item();
     if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);

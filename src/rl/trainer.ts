@@ -170,6 +170,7 @@ export class MAGRPOTrainer<Item> {
       maxNewTokens: c.max_new_tokens,
       ppoClipEps: c.ppo_clip_eps,
       referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: c.reference_kl_coef } : null,
+      critic: this.algorithm.critic?.(c) ?? null,
       trackReference: c.fluency_metrics,
       rollout: rolloutSpec(c),
       learner: this.learnerSpec,
@@ -189,6 +190,7 @@ export class MAGRPOTrainer<Item> {
     }
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     const mb = c.train_batch_size ?? c.rollout_buffer_size;
+    const perNode = this.algorithm.samplesPerNode?.(c) ?? 1;
     // Turns of one item's nodes in env-step order (depth-first pre-order), as buffers receive them.
     const order: number[] = [];
     const visit = (t: number): void => {
@@ -207,8 +209,9 @@ export class MAGRPOTrainer<Item> {
     // Every epoch starts with empty buffers (the previous one ends with a drain), so epochs are alike.
     for (let item = 0; item < this.task.dataset.length; item++) {
       for (const t of order) {
-        perTurn[t]++;
-        if (++held >= c.rollout_buffer_size) drain();
+        perTurn[t] += perNode;
+        held += perNode;
+        if (held >= c.rollout_buffer_size) drain();
       }
     }
     if (held > 0) drain();
@@ -425,7 +428,8 @@ export class MAGRPOTrainer<Item> {
           meanReturn: mean(node.returns),
           refKl: group.refKl ? mean(group.refKl) : null,
           components: Object.fromEntries([...componentNames].map((n) => [n, mean(node.components.map((x) => x[n] ?? 0))])),
-          uniform: R.every((r) => Math.abs(r - R[0]) <= 1e-9 * Math.max(1, Math.abs(R[0]))),
+          // A critic's advantage is r − V, not a comparison within the group: equal returns still teach.
+          uniform: !this.algorithm.critic && R.every((r) => Math.abs(r - R[0]) <= 1e-9 * Math.max(1, Math.abs(R[0]))),
           fluency,
         };
         for (const loss of losses[i]) out.push({ ...meta, loss });
@@ -447,9 +451,11 @@ export class MAGRPOTrainer<Item> {
       this.buffers[i] = [];
       const minibatches: LossSample[][] = [];
       for (const turn of [...new Set(samples.map((s) => s.turn))].sort((a, b) => a - b)) {
+        const losses = samples.filter((s) => s.turn === turn).map((s) => s.loss);
+        const prepared = this.algorithm.prepareBatch?.(losses, c) ?? losses;
         for (let e = 0; e < c.ppo_epochs; e++) {
-          const group = this.rng.shuffle(samples.filter((s) => s.turn === turn));
-          for (let k = 0; k < group.length; k += mbSize) minibatches.push(group.slice(k, k + mbSize).map((s) => s.loss));
+          const group = this.rng.shuffle([...prepared]);
+          for (let k = 0; k < group.length; k += mbSize) minibatches.push(group.slice(k, k + mbSize));
         }
       }
       return { agent: i, samples, minibatches };

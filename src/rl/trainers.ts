@@ -47,3 +47,9 @@ export class MADPOTrainer<Item> extends MAGRPOTrainer<Item> {
     super(withAlgorithm(o, 'madpo', 'MADPOTrainer'));
   }
 }
+
+export class IACTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'iac', 'IACTrainer'));
+  }
+}

@@ -10,15 +10,18 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { setBackend } from '../../src/engine/runtime.js';
+import { readSafetensors } from '../../src/model/safetensors.js';
+import { VALUE_HEAD_FILE } from '../../src/model/value-head.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import { centralTask, splitRoles, TAGGED_ADAPTER } from '../../src/rl/algorithms/centralized.js';
+import { normalizeAdvantages } from '../../src/rl/algorithms/iac.js';
 import { selectPairs } from '../../src/rl/algorithms/madpo.js';
 import { resolveCheckpoint } from '../../src/rl/checkpoint.js';
 import { ConfigError, type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
-import { MADPOTrainer } from '../../src/rl/trainers.js';
+import { IACTrainer, MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -391,5 +394,100 @@ Return exactly one section for each agent in this format:
     assert.ok(mean(r.slice(-6)) > mean(r.slice(0, 6)) + 0.3, `reward ${mean(r.slice(0, 6))} → ${mean(r.slice(-6))}`);
     await central.close();
     await grpo.close();
+  });
+});
+
+describe('IAC: independent actor-critic with a value head per agent', () => {
+  it("the reference's IACConfig defaults, and what iac cannot do, as errors naming the key", () => {
+    const c = resolveConfig({ algorithm: 'iac' });
+    assert.deepEqual([c.num_generations, c.rollout_buffer_size, c.num_train_epochs, c.agent_learning_rate, c.advantage_normalization], [1, 8, 40, 5e-6, true]);
+    assert.deepEqual([c.use_separate_critic, c.critic_type, c.value_clip_range, c.value_loss_coef, c.critic_learning_rate], [false, 'v', 0.2, 0.6, null]);
+    assert.deepEqual(resolveConfig(c), c);
+    assert.equal(resolveConfig({ algorithm: 'iac', num_generations: 4 }).num_generations, 4);
+    assert.deepEqual(
+      problems({ algorithm: 'iac', num_turns: 2, num_generations: 2 }).map((p) => p.split(':')[0]),
+      ['num_generations'],
+    );
+    assert.equal(resolveConfig({ algorithm: 'iac', num_turns: 2 }).num_generations, 1);
+    assert.match(problems({ algorithm: 'iac', use_separate_critic: true })[0], /^use_separate_critic: a separate critic model is not implemented yet/);
+    assert.match(problems({ algorithm: 'iac', critic_learning_rate: 1e-5 })[0], /^critic_learning_rate: the value head trains with its actor/);
+    assert.match(problems({ algorithm: 'iac', num_generations: 2, joint_mode: 'cross' })[0], /^joint_mode: /);
+    assert.match(problems({ algorithm: 'iac', learner: { backend: 'torch' } })[0], /^learner\.backend: /);
+    assert.match(problems({ algorithm: 'iac', ppo_clip_eps: 0.2 })[0], /^ppo_clip_eps: a key of algorithm magrpo/);
+    assert.deepEqual(problems({ value_loss_coef: 1 }), ["value_loss_coef: a key of algorithm iac; this run's algorithm is magrpo"]);
+    // a group baseline needs two completions; the critic is iac's baseline
+    assert.match(problems({ num_generations: 1 })[0], /^num_generations: algorithm magrpo needs ≥ 2/);
+  });
+
+  it('advantages are z-scored over a turn group (population std, floor 1e-6); one sample is left alone', () => {
+    const s = (a: number) => ({ promptIds: [1], completions: [[2]], advantages: [a], oldLogprobs: [[0]] });
+    const out = normalizeAdvantages([s(1), s(3)]).map((x) => x.advantages[0]);
+    assert.deepEqual(out, [-1, 1]);
+    assert.deepEqual(
+      normalizeAdvantages([s(2), s(2)]).map((x) => x.advantages[0]),
+      [0, 0],
+    );
+    assert.deepEqual(normalizeAdvantages([s(5)])[0].advantages, [5]);
+  });
+
+  describe('end to end (tiny model, native backend)', () => {
+    type Item = { prompt: string };
+    let dir = '';
+    before(() => {
+      setBackend('native');
+      dir = makeTinyModel({ seed: 4 });
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    /** Each agent earns half a point for saying "a". */
+    const task: Task<Item> = {
+      dataset: Array.from({ length: 8 }, () => ({ prompt: 'go' })),
+      reward: ({ completions }) => completions.filter((c) => c === 'a').length / 2,
+    };
+    const config: MagrpoConfigInput = {
+      algorithm: 'iac',
+      max_new_tokens: 1,
+      temperature: 1,
+      top_k: null,
+      top_p: 1,
+      eval_interval: 0,
+      logging_steps: 1,
+      train_batch_size: 4,
+      agent_learning_rate: 0.03,
+      num_train_epochs: 10,
+      fluency_metrics: false,
+    };
+
+    it('the actors learn to say "a", the heads learn the value, and the heads are saved beside the weights', async () => {
+      const out = mkdtempSync(join(tmpdir(), 'iac-'));
+      try {
+        const sink = new MemorySink();
+        const t = new IACTrainer({ task, model: dir, sinks: [sink], config: { ...config, output_dir: out } });
+        assert.equal(t.config.algorithm, 'iac');
+        const agent = (t.agents[0] as LocalAgent).agent;
+        const head = agent.valueHead;
+        assert.ok(head, 'each agent has a value head');
+        const value = () => head.value(agent.lm.model, agent.lm.tokenizer.encode('go')).data[0];
+        const v0 = value();
+        await t.train();
+        const r = sink.series('turn_1/reward_mean').map((p) => p.value);
+        const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+        assert.ok(mean(r.slice(-3)) > mean(r.slice(0, 3)) + 0.3, `reward ${mean(r.slice(0, 3))} → ${mean(r.slice(-3))}`);
+        // 80 items, buffers of 8: 10 drains of 2 minibatches each
+        assert.equal(sink.series('agent_0/loss').length, 10);
+        assert.equal(agent.spec.totalSteps, 20);
+        const v1 = value();
+        assert.ok(Math.abs(v1 - mean(r.slice(-3))) < Math.abs(v0 - mean(r.slice(-3))) / 2, `V(go) ${v0} → ${v1}, reward ${mean(r.slice(-3))}`);
+        const saved = readSafetensors(join(out, 'final', 'agent_0', 'model', VALUE_HEAD_FILE));
+        assert.deepEqual(Array.from(saved.get('v_head.summary.weight')?.data ?? []), Array.from(Float32Array.from(head.weight.data)));
+        // a resumed run reads the head back from the checkpoint
+        const resumed = new IACTrainer({ task, model: dir, config: { ...config, output_dir: out } });
+        await resumed.train({ resumeFrom: out });
+        assert.deepEqual(Array.from((resumed.agents[0] as LocalAgent).agent.valueHead?.bias.data ?? []), Array.from(head.bias.data));
+        await t.close();
+        await resumed.close();
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+    });
   });
 });

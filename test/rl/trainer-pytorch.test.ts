@@ -1,5 +1,6 @@
 /**
- * The trainer end to end against PyTorch (in the spirit of llm.c's test_gpt2). Each fixture in
+ * The trainer end to end against PyTorch (in the spirit of llm.c's test_gpt2), for every
+ * algorithm with a case there (the MAGRPO family, centralized MAGRPO, MADPO, IAC with its value heads). Each fixture in
  * test/fixtures/trainer/ holds a rollout sampled from models/micro (token ids, sampling log-probs,
  * joint rewards) and what scripts/make_trainer_fixtures.py computed from it in PyTorch float64:
  * returns, credit, KL shaping, advantages, losses, the drain schedule, gradients, clipping, the LR
@@ -43,6 +44,8 @@ interface Fixture {
   model_sha256: string;
   config: MagrpoConfigInput & { num_agents: number; num_generations: number; joint_mode?: 'aligned' | 'cross' };
   lora_init: Record<string, number[]>[] | null;
+  /** Actor-critic cases: each agent's starting value head, by TRL name. */
+  value_head_init?: Record<string, number[]>[];
   rollout: { nodes: RecordedNode[] }[];
   expected: {
     drains: { loss: number; grad_norm: number; entropy: number; completion_length: number; lr: number; steps: number }[];
@@ -175,6 +178,9 @@ for (const { name, backend, dtype, tol } of SETUPS) {
             assert.ok(adapter, `no LoRA adapter on ${m[1]}`);
             (m[2] === 'A' ? adapter.A : adapter.B).data.set(values);
           }
+          const heads = new Map((agent.valueHead?.params() ?? []).map((p) => [p.name as string, p]));
+          assert.equal(heads.size > 0, fx.value_head_init !== undefined, `${fx.case}: a value head exactly when the case has one`);
+          for (const [name, values] of Object.entries(fx.value_head_init?.[handle.index] ?? {})) (heads.get(name) as { data: Float64Array }).data.set(values);
         }
         await t.train();
 
@@ -189,7 +195,7 @@ for (const { name, backend, dtype, tol } of SETUPS) {
           assert.equal(agent.spec.totalSteps, exp.optimizer_steps, `${who}: LR schedule length`);
           const state = (agent.learner as LocalLearner).optimizer.state();
           assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);
-          const params = new Map(agent.lm.model.trainableParams().map((p) => [p.name as string, p]));
+          const params = new Map([...agent.lm.model.trainableParams(), ...(agent.valueHead?.params() ?? [])].map((p) => [p.name as string, p]));
           assert.deepEqual([...params.keys()].sort(), Object.keys(exp.params).sort(), `${who}: trainable parameters`);
           for (const [name, s] of Object.entries(exp.params)) {
             compareSummary((params.get(name) as { data: ArrayLike<number> }).data, s.w, `${who} ${name} (updated weight)`, tol);

@@ -10,6 +10,9 @@
  *   samples   per agent, the loss samples of one scored tree node
  *   teamBatch what a step needs from the whole team (MADPO: the other agents' log-ratios)
  *   loss      one sample's loss for one agent on the learner's log-probs (rl/learner.ts)
+ *   critic    whether each agent carries a value head the loss reads (IAC), and its loss settings
+ *   prepareBatch  online: what a drain does to a turn group's samples before its minibatches
+ *             (IAC: advantages z-scored over the group)
  *
  * What it saves follows from its schedule: online algorithms checkpoint their pending buffers,
  * offline ones the samples of every item (rl/trainer.ts). Modules here import only the engine,
@@ -39,6 +42,26 @@ export interface LossSample {
   tokenWeights?: number[][];
   /** A preference pair (MADPO): completions are [winner, loser]; its loss is DPO's (algorithms/madpo.ts). */
   preference?: PreferenceTerms;
+  /** Actor-critic (IAC): per completion, the value at sampling time and the value target. */
+  critic?: CriticTerms;
+}
+
+/** What a value loss needs besides the value the learner computes now. */
+export interface CriticTerms {
+  /** V_old per completion: the value head's output when the completion was sampled. */
+  oldValues: number[];
+  /** Per completion: the target the value regresses to (IAC: r, or r + γ·V_old(next turn)). */
+  targets: number[];
+}
+
+/** How an agent's value head is read and trained (present: the agent has one; model/value-head.ts). */
+export interface CriticSettings {
+  /** v: V(h), the head at the prompt's last token; q: Q(h, a), at the completion's last token. */
+  type: 'v' | 'q';
+  /** ε of PPO-style value clipping around V_old (null = plain squared error). */
+  valueClipRange: number | null;
+  /** Factor on the value loss in the agent's total loss. */
+  valueLossCoef: number;
 }
 
 /** What a preference pair's loss needs besides the agent's own log-probs. */
@@ -60,6 +83,8 @@ export interface LossSettings {
   maxNewTokens: number;
   ppoClipEps: number | null;
   referenceKl: { mode: 'reward_shaping' | 'loss'; coef: number } | null;
+  /** The agent's value head (actor-critic algorithms); absent or null: none. */
+  critic?: CriticSettings | null;
 }
 
 /** One sample's completions scored by the learner's forward pass (model/logprobs.ts). */
@@ -72,6 +97,8 @@ export interface ScoredTokens {
   lengths: number[];
   /** Completions with at least one token. */
   scored: number;
+  /** With a critic: per completion of the sample, its value [1] under the current weights; differentiable. */
+  values?: Tensor[];
 }
 
 /** One sample's loss: the graph to differentiate (already × its weight) and what is logged of it. */
@@ -96,6 +123,7 @@ export interface SharedConfig {
   num_agents: number;
   num_generations: number;
   num_turns: number;
+  discount: number;
   joint_mode: 'aligned' | 'cross';
   lr_scheduler: 'constant' | 'linear' | 'cosine';
   learner: { backend: 'local' | 'torch' };
@@ -110,11 +138,15 @@ export interface ScoredNode {
     completions: readonly { ids: number[]; logprobs: number[]; samplerLogprobs?: number[] }[];
     refLogprobs?: number[][];
     refKl?: number[];
+    /** With a critic: per completion, the value head's output at sampling time (V_old). */
+    values?: number[];
   }[];
   /** Joint actions as per-agent completion indices, with their rewards and returns. */
   joint: readonly (readonly number[])[];
   rewards: readonly number[];
   returns: readonly number[];
+  /** The next turn's node per joint action (null: a leaf, or the episode terminated early). */
+  children?: readonly (ScoredNode | null)[];
 }
 
 /** The task an algorithm's agents play, and their outputs as the user's task has them (one per role). */
@@ -139,6 +171,15 @@ export interface Algorithm<Own = object> {
   team?<Item>(task: Task<Item>, c: SharedConfig & Own): TeamTask<Item>;
   /** Offline: the most samples one item gives (sizes the LR schedule). */
   samplesPerItem?(c: SharedConfig & Own): number;
+  /** Online: the loss samples one node gives each agent (sizes the LR schedule; absent: 1). */
+  samplesPerNode?(c: SharedConfig & Own): number;
+  /** Its agents' value heads (absent or null: none). */
+  critic?(c: SharedConfig & Own): CriticSettings | null;
+  /**
+   * Online: one turn group of a drained buffer (one agent's samples of one turn), before it is
+   * shuffled into minibatches; absent: as they are.
+   */
+  prepareBatch?(samples: readonly LossSample[], c: SharedConfig & Own): LossSample[];
   /**
    * Offline: the minibatch each agent steps on, from every agent's minibatch (same items, same
    * order) and the log-probs Σ_t log π of their completions under the team's current weights;

@@ -1,10 +1,11 @@
 /** Every algorithm, by its `trainer.algorithm` name (docs/algorithms.md). */
 import type { Algorithm } from './algorithm.js';
 import { CENTRALIZED_MAGRPO, CENTRALIZED_OPTIONS } from './centralized.js';
+import { IAC, IAC_OPTIONS } from './iac.js';
 import { MADPO, MADPO_OPTIONS } from './madpo.js';
 import { MAGRPO, MAGRPO_OPTIONS, MAREINFORCE, MAREMAX, MARLOO } from './magrpo.js';
 
-export const ALGORITHM_NAMES = ['magrpo', 'mareinforce', 'marloo', 'maremax', 'centralized_magrpo', 'madpo'] as const;
+export const ALGORITHM_NAMES = ['magrpo', 'mareinforce', 'marloo', 'maremax', 'centralized_magrpo', 'madpo', 'iac'] as const;
 export type AlgorithmName = (typeof ALGORITHM_NAMES)[number];
 
 export const ALGORITHMS: Readonly<Record<AlgorithmName, Algorithm>> = {
@@ -14,6 +15,7 @@ export const ALGORITHMS: Readonly<Record<AlgorithmName, Algorithm>> = {
   maremax: MAREMAX,
   centralized_magrpo: CENTRALIZED_MAGRPO,
   madpo: MADPO,
+  iac: IAC,
 };
 
 /** The algorithm of a name (absent: magrpo); an unknown name is an error listing the known ones. */
@@ -23,8 +25,8 @@ export function algorithmNamed(name: string | undefined): Algorithm {
   return a;
 }
 
-/** Every algorithm's own keys, merged flat into the trainer section (the MAGRPO family shares one set). */
-export const ALGORITHM_OPTIONS = { ...MAGRPO_OPTIONS, ...CENTRALIZED_OPTIONS, ...MADPO_OPTIONS };
+/** Every algorithm's own keys, merged flat into the trainer section (the MAGRPO family shares one set; IAC shares advantage_normalization). */
+export const ALGORITHM_OPTIONS = { ...MAGRPO_OPTIONS, ...CENTRALIZED_OPTIONS, ...MADPO_OPTIONS, ...IAC_OPTIONS };
 
 /** The algorithms whose own keys include `key` (empty for a shared key). */
 export function ownersOf(key: string): AlgorithmName[] {

@@ -30,7 +30,9 @@ export const MAGRPO_OPTIONS = {
   advantage_normalization: z
     .boolean()
     .default(true)
-    .describe('standardise advantages within each node sample (population std); (magrpo) mareinforce, marloo and maremax default to false'),
+    .describe(
+      'standardise advantages within each node sample (population std); (magrpo) mareinforce, marloo and maremax default to false; iac: within each turn group of a drained buffer',
+    ),
   cross_credit: z
     .enum(['mean', 'sum'])
     .default('mean')
