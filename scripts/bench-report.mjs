@@ -331,7 +331,11 @@ function peersSection(runs) {
         const st = q.result.settings;
         p(
           `- llama.cpp: llama-cpp-python ${q.result.llama_cpp_version}, ${st.model}, n_threads ${st.threads}, use_extra_bufts ${st.use_extra_bufts}, ` +
-            `batch ${r.llama.batch} × ${r.llama.new_tokens} new tokens after ${r.llama.prompt_tokens} random prompt tokens, no LoRA; wall ${q.result.sample['8'].wall.map(s2).join(', ')} s.`,
+            `batch ${r.llama.batch} × ${r.llama.new_tokens} new tokens after ` +
+            (st.contexts['8']?.shared_prompt
+              ? `one prompt of ${r.llama.prompt_tokens} random tokens, prefilled once and copied to the ${r.llama.batch} sequences`
+              : `${r.llama.batch} prompts of ${r.llama.prompt_tokens} random tokens, each prefilled`) +
+            `, no LoRA; wall ${q.result.sample['8'].wall.map(s2).join(', ')} s.`,
         );
         continue;
       }
