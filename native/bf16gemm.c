@@ -22,12 +22,13 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "magrpo.h"
 
 #if MAGRPO_X86
-#include <immintrin.h>
+#include "bf16pack.h"
 #endif
 
 float round_to_bf16(float x) { return f32_from_bf16(bf16_from_f32(x)); }
@@ -49,7 +50,31 @@ bool cpu_has_avx512bf16(void) {
 #endif
 }
 
-bool bf16_native(void) { return !g_emulate && cpu_has_avx512bf16() && kern->isa == ISA_AVX512; }
+const char *const BF16_KERNEL_NAMES[BF16K_COUNT] = {"emulated", "avx512bf16", "amx"};
+
+static Bf16Kernel g_kernel = BF16K_EMULATED;
+static char g_kernel_error[320];
+
+const char *bf16_kernel_init(void) {
+  const char *want = getenv("MAGRPO_BF16_KERNEL");
+  bool automatic = want == NULL || *want == '\0' || strcmp(want, "auto") == 0;
+  bool vdp = cpu_has_avx512bf16() && kern->isa == ISA_AVX512;
+  char why[200] = "it needs AVX-512 BF16 and the avx512 variant of the kernels";
+  /* The tile permission is asked for only where AMX would run. */
+  bool amx = vdp && (automatic || strcmp(want, "amx") == 0) && amx_enable(why, sizeof why);
+  if (automatic) g_kernel = amx ? BF16K_AMX : vdp ? BF16K_AVX512BF16 : BF16K_EMULATED;
+  else if (strcmp(want, "amx") == 0 && amx) g_kernel = BF16K_AMX;
+  else if (strcmp(want, "avx512bf16") == 0 && vdp) g_kernel = BF16K_AVX512BF16;
+  else if (strcmp(want, "amx") == 0 || strcmp(want, "avx512bf16") == 0)
+    snprintf(g_kernel_error, sizeof g_kernel_error, "MAGRPO_BF16_KERNEL=%s: this machine cannot run it (%s)", want, why);
+  else if (strcmp(want, "emulated") == 0) g_kernel = BF16K_EMULATED;
+  else snprintf(g_kernel_error, sizeof g_kernel_error, "MAGRPO_BF16_KERNEL=%.40s is not one of amx, avx512bf16, emulated, auto", want);
+  return g_kernel_error[0] ? g_kernel_error : NULL;
+}
+
+Bf16Kernel bf16_kernel(void) { return g_emulate ? BF16K_EMULATED : g_kernel; }
+
+bool bf16_native(void) { return bf16_kernel() != BF16K_EMULATED; }
 
 /* ---------------------------------------------------------------------------------------------
  * Emulated: round copies of A and B, then the fp32 sgemm.
@@ -95,50 +120,6 @@ static uint16_t *bbuffer(int slot, size_t n) {
     tl_bcap[slot] = tl_bbuf[slot] ? n : 0;
   }
   return tl_bbuf[slot];
-}
-
-#define TARGET_bf16 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512bf16")))
-
-/* bf16_from_f32 on 16 floats at once, the result in the low half of each 32-bit lane. */
-TARGET_bf16 static inline __m512i round16(__m512 x) { return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x)); }
-
-/* 32 consecutive floats (n of them, the rest read as 0) as 16 pair words: word kk = (x[2kk], x[2kk+1]).
- * VCVTNE2PS2BF16 puts its second operand's 16 values in the low half: pairs as they lie in memory. */
-TARGET_bf16 static inline __m512i pairs32(const float *x, int n) {
-  __mmask16 m0 = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1), m1 = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
-  return (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m1, x + 16), _mm512_maskz_loadu_ps(m0, x));
-}
-
-/* Pair words of two rows side by side: word i = (x0[i], x1[i]), for 16 columns (n of them): both
- * rows rounded in one instruction (x0 in the low half), then their words interleaved. */
-TARGET_bf16 static inline __m512i pairs_of_rows(const float *x0, const float *x1, __mmask16 m) {
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  __m512i w = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(m, x1), _mm512_maskz_loadu_ps(m, x0));
-  return _mm512_permutexvar_epi16(idx, w);
-}
-
-/* In-register transpose of a 16 × 16 block of 32-bit words: r[i][j] -> r[j][i]. */
-TARGET_bf16 static inline void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* u[4q + c] holds, per 128-bit lane l, rows 4q..4q+3 of column 4l + c. */
-  for (int c = 0; c < 4; c++) {
-    __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-    __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-    r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-    r[c + 8] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-    r[c + 4] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-    r[c + 12] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-  }
 }
 
 /* `rows` (≤ 16) rows of op(X), each row's kc inner elements contiguous from src[row · ld], as pair
@@ -346,9 +327,11 @@ void gemm_bf16(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, c
                float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
 #if MAGRPO_X86
-  if (K > 0 && alpha != 0.0f && bf16_native()) {
+  Bf16Kernel k = bf16_kernel();
+  if (K > 0 && alpha != 0.0f && k != BF16K_EMULATED) {
     GemmCall g = {tA, tB, M, N, K, lda, ldb, ldc, alpha, A, B, C, NULL, false};
-    gemm_bf16_avx512(&g, beta);
+    if (k == BF16K_AMX) gemm_bf16_amx(&g, beta);
+    else gemm_bf16_avx512(&g, beta);
     return;
   }
 #endif

@@ -933,6 +933,14 @@ static napi_value k_precision(napi_env env, napi_callback_info info) {
   return r;
 }
 
+/* The kernel bf16 products run on now: "amx", "avx512bf16" or "emulated" (MAGRPO_BF16_KERNEL). */
+static napi_value k_bf16_kernel(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value r;
+  napi_create_string_utf8(env, BF16_KERNEL_NAMES[bf16_kernel()], NAPI_AUTO_LENGTH, &r);
+  return r;
+}
+
 static void set_string(napi_env env, napi_value obj, const char *key, const char *value) {
   napi_value v;
   napi_create_string_utf8(env, value, NAPI_AUTO_LENGTH, &v);
@@ -1100,6 +1108,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"fmaPeak", k_fma_peak},
       {"setPrecision", k_set_precision},
       {"precision", k_precision},
+      {"bf16Kernel", k_bf16_kernel},
       {"gemm", k_gemm},
       {"gemmPair", k_gemm_pair},
       {"packedFloats", k_packed_floats},

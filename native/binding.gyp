@@ -5,7 +5,7 @@
   'targets': [
     {
       'target_name': 'magrpo',
-      'sources': ['binding.c', 'dispatch.c', 'pool.c', 'blas.c', 'sgemm.c', 'gemm.c', 'elementwise.c', 'attention.c', 'norms.c', 'optim.c', 'sampling.c', 'peak.c', 'bf16gemm.c', 'decode.c'],
+      'sources': ['binding.c', 'dispatch.c', 'pool.c', 'blas.c', 'sgemm.c', 'gemm.c', 'elementwise.c', 'attention.c', 'norms.c', 'optim.c', 'sampling.c', 'peak.c', 'bf16gemm.c', 'amxgemm.c', 'decode.c'],
       'defines': ['NAPI_VERSION=8'],
       # No -m flags: AVX2 and AVX-512 code comes from per-function target attributes, chosen at load.
       # -fopenmp-simd honours the `omp simd` pragmas without the OpenMP runtime.

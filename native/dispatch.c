@@ -95,10 +95,11 @@ static void tune_malloc(void) {
 #endif
 }
 
-static const char *g_blas_error;
+static const char *g_blas_error, *g_bf16_error;
 
 static void init_process_once(void) {
   select_isa();
+  g_bf16_error = bf16_kernel_init();
   g_blas_error = blas_init();
   tune_malloc();
   int n = env_threads("MAGRPO_NUM_THREADS");
@@ -114,5 +115,5 @@ static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 
 const char *magrpo_init(void) {
   pthread_once(&g_init_once, init_process_once);
-  return g_isa_error[0] ? g_isa_error : g_blas_error;
+  return g_isa_error[0] ? g_isa_error : g_bf16_error != NULL ? g_bf16_error : g_blas_error;
 }

@@ -11,6 +11,8 @@
  *   norms.c        RMSNorm, LayerNorm
  *   optim.c        AdamW
  *   sampling.c     log-softmax gather (cross-entropy), entropy, top-k
+ *   bf16gemm.c     precision bf16 products: VDPBF16PS, or emulated; which kernel runs
+ *   amxgemm.c      the same products on AMX tiles
  *   decode.c       one Llama-family decode step in one call (the kernels above in sequence)
  *   dispatch.c     process set-up at load: the kernel table for this CPU, threads, malloc
  *   binding.c      N-API: argument checks, the JS functions, module init
@@ -580,10 +582,32 @@ bool isa_supported(Isa isa);
 #define BF16_MIN_ROWS 16
 void set_precision_bf16(bool on, bool emulate);
 bool precision_bf16(void);
-/* Whether bf16 products run on VDPBF16PS here (else they are emulated: same rounding, fp32 speed). */
+/* What bf16 products run on: AMX tiles (amxgemm.c), VDPBF16PS (bf16gemm.c), or emulated (the same
+ * rounding, then the fp32 sgemm). */
+typedef enum { BF16K_EMULATED, BF16K_AVX512BF16, BF16K_AMX, BF16K_COUNT } Bf16Kernel;
+extern const char *const BF16_KERNEL_NAMES[BF16K_COUNT];
+/* At load, after the ISA (dispatch.c): the best kernel here, or MAGRPO_BF16_KERNEL's. NULL, or why
+ * the addon cannot run (the variable names a kernel this machine cannot run; the message starts
+ * with its name). */
+const char *bf16_kernel_init(void);
+/* The kernel bf16 products run on now (emulated under set_precision_bf16(_, true)). */
+Bf16Kernel bf16_kernel(void);
+/* Whether bf16 products run on bf16 hardware here (AMX or VDPBF16PS), not emulated. */
 bool bf16_native(void);
 bool cpu_has_avx512bf16(void);
 float round_to_bf16(float x);
+
+/* AMX (amxgemm.c): x86-64 Linux, compilers that know the tile instructions (GCC 11, clang 12). */
+#if defined(__x86_64__) && defined(__linux__) && ((defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
+#define MAGRPO_AMX 1
+#else
+#define MAGRPO_AMX 0
+#endif
+/* Whether this CPU has AMX-BF16 and AMX-TILE and Linux granted the process the tile state (asked
+ * for here, once); else false with the reason in `why`. */
+bool amx_enable(char *why, size_t n);
+/* gemm_bf16's product on AMX tiles (g->alpha ≠ 0, K > 0); only once amx_enable said yes. */
+void gemm_bf16_amx(const GemmCall *g, float beta);
 
 /* bf16 <-> fp32 bit conversions, shared by the bf16 products and the bf16 decode packs. */
 /* Round to nearest even, keeping NaNs NaN (quiet) and infinities infinite; a subnormal becomes a

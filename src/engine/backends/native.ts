@@ -21,6 +21,7 @@ interface AddonInfo {
   blas(): NativeBlas;
   fmaPeak(milliseconds: number): number;
   precision(): NativePrecision;
+  bf16Kernel(): NativeBf16Kernel;
 }
 
 type NativeAddon = Omit<Backend, 'name'> & AddonInfo;
@@ -131,7 +132,7 @@ export function loadNativeBackend(): Backend {
     throw new NativeBackendUnavailable(`native addon ${file} failed to load (${why}); ${buildHint(root)}.`, file);
   }
   // A stale build lacks newer kernels: say so now rather than fail mid-training.
-  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas', 'blas', 'fmaPeak', 'setPrecision', 'precision'].filter(
+  const missing = [...KERNELS, 'setNumThreads', 'getNumThreads', 'isa', 'supportedIsas', 'blas', 'fmaPeak', 'setPrecision', 'precision', 'bf16Kernel'].filter(
     (k) => typeof (addon as unknown as Record<string, unknown>)[k] !== 'function',
   );
   if (missing.length > 0) {
@@ -187,6 +188,17 @@ export interface NativePrecision {
 /** The addon's precision state. Loads the addon. */
 export function nativePrecision(): NativePrecision {
   return (loadNativeBackend() as unknown as AddonInfo).precision();
+}
+
+/**
+ * What bf16 products run on: AMX tiles (`amx`, Sapphire Rapids and later, on Linux), VDPBF16PS
+ * (`avx512bf16`), or `emulated` (bf16 rounding, fp32 products: no bf16 hardware, or precision
+ * `bf16-emulated`). Chosen at load, the best this machine runs unless MAGRPO_BF16_KERNEL names one
+ * (docs/precision.md). Loads the addon.
+ */
+export type NativeBf16Kernel = 'amx' | 'avx512bf16' | 'emulated';
+export function nativeBf16Kernel(): NativeBf16Kernel {
+  return (loadNativeBackend() as unknown as AddonInfo).bf16Kernel();
 }
 
 export function nativeIsa(): { isa: NativeIsa; supported: NativeIsa[] } {

@@ -1,0 +1,343 @@
+/*
+ * The bf16 product on AMX tiles (Sapphire Rapids and later): C = alpha · bf16(op(A)) · bf16(op(B))
+ * + beta · C, fp32 accumulation, the contract of bf16gemm.c's VDPBF16PS path, which it replaces
+ * where the CPU has AMX-BF16 and AMX-TILE and Linux grants the process the tile state.
+ *
+ * TDPBF16PS multiplies a 16 × 32 bf16 tile of A by a 16 (pairs) × 16 × 2 bf16 tile of B into a
+ * 16 × 16 fp32 tile of C: 8,192 multiply-adds per instruction, against 32 for VDPBF16PS. The
+ * micro-kernel holds 2 × 2 C tiles (32 × 32 of C) in tiles 0-3, and per 32 of the inner dimension
+ * loads two A tiles (4, 5) and two B tiles (6, 7): 4 tile products per 4 KB loaded, so the B panel
+ * sits in L1 while the A panels stream from L2.
+ *
+ * Packing rounds as bf16gemm.c does (VCVTNE2PS2BF16, bf16_from_f32's round to nearest even) into
+ * the layouts the tiles load with a 64-byte stride, inner dimension zero-padded to a multiple of 32:
+ *   A: panels of 32 rows, each two halves of 16 rows, each half its 1 KB tiles in inner order:
+ *      dst32[(h · nkb + kb) · 256 + r · 16 + w] = (A[16h + r][2kk], A[16h + r][2kk + 1]), kk = 16kb + w
+ *   B: panels of 32 columns, each two halves of 16 columns, pairs of inner rows (VNNI):
+ *      dst32[(h · nkb · 16 + kk) · 16 + j] = (B[2kk][16h + j], B[2kk + 1][16h + j])
+ * Rows, columns and inner elements past the matrix are zeros, so edge tiles need no other care
+ * than where their results are written.
+ *
+ * Tile state is per thread: each thread that runs tiles loads the configuration at the start of
+ * its share of a product and releases the tiles at its end (TILERELEASE returns the tile state to
+ * its init value, so the kernel does not save 8 KB of tiles on each context switch between
+ * products). The permission to use them (arch_prctl ARCH_REQ_XCOMP_PERM) is the process's, asked
+ * for once at load; without it the first tile instruction would kill the process with SIGILL.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "magrpo.h"
+
+#if MAGRPO_AMX
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bf16pack.h"
+
+#define ARCH_GET_XCOMP_PERM 0x1022
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+bool amx_enable(char *why, size_t n) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) {
+    snprintf(why, n, "the CPU has no AMX-BF16 and AMX-TILE");
+    return false;
+  }
+  if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+    snprintf(why, n, "arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) failed: %s", strerror(errno));
+    return false;
+  }
+  unsigned long perm = 0;
+  if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) != 0 || !(perm & (1ul << XFEATURE_XTILEDATA))) {
+    snprintf(why, n, "the kernel did not grant the AMX tile state");
+    return false;
+  }
+  return true;
+}
+
+#define TARGET_amx __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+#define AMR 32  /* rows of C per micro-kernel: two A tiles */
+#define ANR 32  /* columns of C per micro-kernel: two B tiles */
+#define AKC 512 /* inner elements per block, a multiple of 32: a 32 KB B panel, in L1 */
+#define AMC 128 /* rows per A block: 128 KB packed, in L2 */
+#define ANC 2048
+#define PASS_BYTES (8.0 * 1024 * 1024) /* packed B kept for a whole-K pass: about an L3 */
+
+/* Packing buffers, one pair per thread, grown on demand and kept (64-byte aligned). */
+static __thread uint16_t *tl_buf[2];
+static __thread size_t tl_cap[2];
+
+static uint16_t *buffer(int slot, size_t n) {
+  if (tl_cap[slot] < n) {
+    free(tl_buf[slot]);
+    tl_buf[slot] = aligned_alloc(64, (n * sizeof(uint16_t) + 63) & ~(size_t)63);
+    tl_cap[slot] = tl_buf[slot] ? n : 0;
+  }
+  return tl_buf[slot];
+}
+
+/* Elements of one packed panel (32 rows or columns) of an inner block of kc. */
+static inline int64_t panel_elems(int64_t kc) { return (kc + 31) / 32 * 32 * 32; }
+
+/* Palette 1, all eight tiles 16 rows × 64 bytes. */
+typedef struct __attribute__((aligned(64))) {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} TileConfig;
+
+TARGET_amx static void tiles_begin(void) {
+  TileConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int i = 0; i < 8; i++) cfg.colsb[i] = 64, cfg.rows[i] = 16;
+  _tile_loadconfig(&cfg);
+}
+
+TARGET_amx static void tiles_end(void) { _tile_release(); }
+
+/* A half panel of op(A) whose rows are contiguous along k (tA false): 16 rows (`rows` of them, the
+ * rest zero) × kc, each row's 32 inner elements of a tile in one conversion. */
+TARGET_amx static void pack_a_rows(const float *src, int64_t ld, int rows, int64_t kc, uint32_t *dst) {
+  int64_t nkb = (kc + 31) / 32;
+  for (int r = 0; r < 16; r++) {
+    const float *s = src + r * ld;
+    for (int64_t kb = 0; kb < nkb; kb++) {
+      int n = (int)min64(32, kc - 32 * kb);
+      __m512i w = r < rows ? pairs32(s + 32 * kb, n) : _mm512_setzero_si512();
+      _mm512_store_si512(dst + kb * 256 + r * 16, w);
+    }
+  }
+}
+
+/* A half panel of op(A) stored transposed (tA: A is [K, M], op(A)'s 16 rows are columns): per tile,
+ * 16 pair words of 16 columns from pairs of rows, transposed in registers to rows of op(A). */
+TARGET_amx static void pack_a_cols(const float *src, int64_t ld, int cols, int64_t kc, uint32_t *dst) {
+  int64_t nkb = (kc + 31) / 32;
+  __mmask16 m = (__mmask16)((1u << cols) - 1);
+  for (int64_t kb = 0; kb < nkb; kb++) {
+    __m512i r[16];
+    for (int q = 0; q < 16; q++) {
+      int64_t k = 32 * kb + 2 * q;
+      const float *s = src + k * ld;
+      r[q] = k + 1 < kc ? pairs_of_rows(s, s + ld, m) : k < kc ? round16(_mm512_maskz_loadu_ps(m, s)) : _mm512_setzero_si512();
+    }
+    transpose16(r);
+    for (int j = 0; j < 16; j++) _mm512_store_si512(dst + kb * 256 + j * 16, r[j]);
+  }
+}
+
+/* Rows [r0, r0 + mr) × inner [k0, k0 + kc) of op(A) as panels of AMR rows (layout above). */
+TARGET_amx static void pack_a(const GemmCall *g, int64_t r0, int64_t mr, int64_t k0, int64_t kc, uint16_t *dst) {
+  int64_t half = panel_elems(kc) / 2;
+  for (int64_t h = 0; h < (mr + AMR - 1) / AMR * 2; h++, dst += half) {
+    int rows = (int)(mr - 16 * h <= 0 ? 0 : min64(16, mr - 16 * h));
+    if (rows == 0) memset(dst, 0, (size_t)half * sizeof(uint16_t));
+    else if (!g->tA) pack_a_rows(g->A + (r0 + 16 * h) * g->lda + k0, g->lda, rows, kc, (uint32_t *)dst);
+    else pack_a_cols(g->A + k0 * g->lda + r0 + 16 * h, g->lda, rows, kc, (uint32_t *)dst);
+  }
+}
+
+/* Half panels [h0, h1) (16 columns each) of the block at column c0 (nc wide) × inner [k0, k0 + kc)
+ * of op(B), layout above. B row-major (tB false): row by row across the half panels, one pass over
+ * each row's cache lines. */
+TARGET_amx static void pack_b_rows(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_t kc, int64_t h0, int64_t h1, uint16_t *dst) {
+  int64_t kc2 = (kc + 1) / 2, kc2p = (kc + 31) / 32 * 16;
+  for (int64_t kk = 0; kk < kc2p; kk++) {
+    const float *s0 = g->B + (k0 + 2 * kk) * g->ldb + c0;
+    bool pair = 2 * kk + 1 < kc;
+    for (int64_t h = h0; h < h1; h++) {
+      uint32_t *d = (uint32_t *)dst + (h * kc2p + kk) * 16;
+      int64_t c = 16 * h, n = nc - c;
+      __mmask16 load = n <= 0 || kk >= kc2 ? 0 : n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+      __m512i w = load == 0 ? _mm512_setzero_si512() : pair ? pairs_of_rows(s0 + c, s0 + g->ldb + c, load) : round16(_mm512_maskz_loadu_ps(load, s0 + c));
+      _mm512_store_si512(d, w);
+    }
+  }
+}
+
+/* The same from B stored [N, K] (tB): each column of op(B) a contiguous row, 16 of them at a time
+ * turned into pair rows by a transpose in registers. */
+TARGET_amx static void pack_b_cols(const GemmCall *g, int64_t c0, int64_t nc, int64_t k0, int64_t kc, int64_t h0, int64_t h1, uint16_t *dst) {
+  int64_t kc2p = (kc + 31) / 32 * 16;
+  for (int64_t h = h0; h < h1; h++) {
+    uint32_t *d = (uint32_t *)dst + h * kc2p * 16;
+    int64_t c = 16 * h;
+    int cols = nc - c <= 0 ? 0 : (int)min64(nc - c, 16);
+    const float *src = g->B + (c0 + c) * g->ldb + k0;
+    for (int64_t kk = 0; kk < kc2p; kk += 16) {
+      int n = (int)min64(32, kc - 2 * kk);
+      __m512i r[16];
+      for (int i = 0; i < 16; i++) r[i] = i < cols ? pairs32(src + i * g->ldb + 2 * kk, n) : _mm512_setzero_si512();
+      transpose16(r);
+      for (int q = 0; q < 16; q++) _mm512_store_si512(d + (kk + q) * 16, r[q]);
+    }
+  }
+}
+
+/* C[0:mr, 0:nr] (mr, nr ≤ 32) gets alpha · Σ over nkb tiles of the inner dimension: the first inner
+ * block of the product writes alpha · acc + beta · C (C unread when beta is 0), later ones add. With
+ * alpha 1 and a whole 32 × 32 tile, C itself is the accumulator: loaded into the tiles (or zeroed,
+ * for the first block with beta 0) and stored back, no pass over a scratch tile. */
+TARGET_amx static void ukr_amx(int64_t nkb, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc, float alpha, float beta, bool first, int64_t mr,
+                               int64_t nr) {
+  const int64_t half = nkb * 512; /* elements of a half panel */
+  const bool rows2 = mr > 16, cols2 = nr > 16;
+  const bool direct = alpha == 1.0f && mr == AMR && nr == ANR && (!first || beta == 0.0f || beta == 1.0f);
+  const size_t ldcb = (size_t)ldc * sizeof(float);
+  if (direct && !(first && beta == 0.0f)) {
+    _tile_loadd(0, c, ldcb);
+    _tile_loadd(1, c + 16, ldcb);
+    _tile_loadd(2, c + 16 * ldc, ldcb);
+    _tile_loadd(3, c + 16 * ldc + 16, ldcb);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t kb = 0; kb < nkb; kb++) {
+    _tile_loadd(4, a + kb * 512, 64);
+    _tile_loadd(6, b + kb * 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (cols2) {
+      _tile_loadd(7, b + half + kb * 512, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if (rows2) {
+      _tile_loadd(5, a + half + kb * 512, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      if (cols2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  if (direct) {
+    _tile_stored(0, c, ldcb);
+    _tile_stored(1, c + 16, ldcb);
+    _tile_stored(2, c + 16 * ldc, ldcb);
+    _tile_stored(3, c + 16 * ldc + 16, ldcb);
+    return;
+  }
+  float tile[AMR * ANR] __attribute__((aligned(64)));
+  _tile_stored(0, tile, ANR * sizeof(float));
+  _tile_stored(1, tile + 16, ANR * sizeof(float));
+  _tile_stored(2, tile + 16 * ANR, ANR * sizeof(float));
+  _tile_stored(3, tile + 16 * ANR + 16, ANR * sizeof(float));
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int64_t i = 0; i < mr; i++)
+    for (int j = 0; j < 2; j++) {
+      int64_t n = nr - 16 * j;
+      if (n <= 0) break;
+      __mmask16 m = n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1);
+      float *ci = c + i * ldc + 16 * j;
+      __m512 old = _mm512_setzero_ps();
+      if (!first || beta != 0.0f) { /* C unread when beta is 0 */
+        old = _mm512_maskz_loadu_ps(m, ci);
+        if (first && beta != 1.0f) old = _mm512_mul_ps(vb, old);
+      }
+      _mm512_mask_storeu_ps(ci, m, _mm512_fmadd_ps(va, _mm512_load_ps(tile + i * ANR + 16 * j), old));
+    }
+}
+
+/* One pass: the inner blocks [pc0, pc1) of the column block jc, as bf16gemm.c's driver: B's blocks
+ * packed first (slabs `bslab` elements apart), then each row block of C takes every inner block in
+ * turn, so its tiles of C stay in cache between blocks. */
+typedef struct {
+  const GemmCall *g;
+  float beta;
+  uint16_t *Bp;
+  int64_t jc, nc, nJ, pc0, pc1, bslab;
+  int64_t nIC, splitsJ;
+} AmxJob;
+
+TARGET_amx static void job_pack_b(int t, int T, void *ctx) {
+  const AmxJob *j = ctx;
+  int64_t halves = 2 * j->nJ, h0 = halves * t / T, h1 = halves * (t + 1) / T;
+  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += AKC, s++) {
+    int64_t kc = min64(AKC, j->pc1 - pc);
+    if (j->g->tB) pack_b_cols(j->g, j->jc, j->nc, pc, kc, h0, h1, j->Bp + s * j->bslab);
+    else pack_b_rows(j->g, j->jc, j->nc, pc, kc, h0, h1, j->Bp + s * j->bslab);
+  }
+}
+
+/* Rows [ic, ic + mc) (mc ≤ AMC) × B panels [q0, q1) of the pass, every inner block in turn. */
+TARGET_amx static void tiles_block(const AmxJob *j, int64_t ic, int64_t mc, int64_t q0, int64_t q1, uint16_t *Ap) {
+  const GemmCall *g = j->g;
+  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += AKC, s++) {
+    int64_t kc = min64(AKC, j->pc1 - pc), nkb = (kc + 31) / 32, panel = panel_elems(kc);
+    pack_a(g, ic, mc, pc, kc, Ap);
+    for (int64_t q = q0; q < q1; q++) {
+      int64_t nr = min64(ANR, j->nc - q * ANR);
+      const uint16_t *bp = j->Bp + s * j->bslab + q * panel;
+      float *cq = g->C + ic * g->ldc + j->jc + q * ANR;
+      for (int64_t p = 0; p < mc; p += AMR)
+        ukr_amx(nkb, Ap + p / AMR * panel, bp, cq + p * g->ldc, g->ldc, g->alpha, j->beta, pc == 0, min64(AMR, mc - p), nr);
+    }
+  }
+}
+
+/* With rows enough for every thread, each takes its row_share (magrpo.h); with fewer, threads split
+ * the B panels of each row block. */
+TARGET_amx static void job_tiles(int t, int T, void *ctx) {
+  const AmxJob *j = ctx;
+  const GemmCall *g = j->g;
+  uint16_t *Ap = buffer(1, (size_t)AMC * AKC);
+  if (Ap == NULL) abort(); /* 128 KB: the process is out of memory */
+  tiles_begin();
+  if (j->splitsJ == 1) {
+    RowShare rs = row_share(g->M, AMR, AMC, t, T);
+    for (int64_t b = 0; b < rs.blocks; b++) {
+      int64_t ic = row_block_start(&rs, b), end = row_block_start(&rs, b + 1);
+      if (end > ic) tiles_block(j, ic, end - ic, 0, j->nJ, Ap);
+    }
+  } else {
+    int64_t tasks = j->nIC * j->splitsJ;
+    for (int64_t task = tasks * t / T; task < tasks * (t + 1) / T; task++) {
+      int64_t ib = task / j->splitsJ, js = task % j->splitsJ, ic = ib * AMC;
+      tiles_block(j, ic, min64(AMC, g->M - ic), j->nJ * js / j->splitsJ, j->nJ * (js + 1) / j->splitsJ, Ap);
+    }
+  }
+  tiles_end();
+}
+
+void gemm_bf16_amx(const GemmCall *g, float beta) {
+  int T = threads();
+  if ((double)g->M * g->N * g->K < PAR_MIN_FLOPS || team_size() > 1) T = 1;
+  int64_t ncMax = min64(ANC, (g->N + ANR - 1) / ANR * ANR), bslab = ncMax * AKC;
+  /* Inner blocks per pass: all of K while B's packed slabs stay within PASS_BYTES, else one. */
+  int64_t blocks = (g->K + AKC - 1) / AKC, perPass = (double)bslab * blocks * sizeof(uint16_t) <= PASS_BYTES ? blocks : 1;
+  uint16_t *Bp = buffer(0, (size_t)(bslab * perPass));
+  if (Bp == NULL) abort();
+  int64_t nIC = (g->M + AMC - 1) / AMC;
+  for (int64_t jc = 0; jc < g->N; jc += ANC) {
+    int64_t nc = min64(ANC, g->N - jc), nJ = (nc + ANR - 1) / ANR;
+    int64_t splitsJ = nIC >= T ? 1 : min64(nJ, (T + nIC - 1) / nIC);
+    for (int64_t pc0 = 0; pc0 < g->K; pc0 += perPass * AKC) {
+      AmxJob j = {g, beta, Bp, jc, nc, nJ, pc0, min64(g->K, pc0 + perPass * AKC), bslab, nIC, splitsJ};
+      if (T > 1 && nJ > 1) parallel_run(T, job_pack_b, &j);
+      else job_pack_b(0, 1, &j);
+      if (T > 1 && nIC * splitsJ > 1) parallel_run(T, job_tiles, &j);
+      else job_tiles(0, 1, &j);
+    }
+  }
+}
+
+#else
+
+bool amx_enable(char *why, size_t n) {
+  snprintf(why, n, "this build has no AMX code (an x86-64 Linux build with GCC 11+ or clang 12+ has)");
+  return false;
+}
+
+void gemm_bf16_amx(const GemmCall *g, float beta) {
+  (void)g;
+  (void)beta;
+  abort(); /* never chosen: amx_enable said no */
+}
+
+#endif
