@@ -489,5 +489,32 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
         rmSync(out, { recursive: true, force: true });
       }
     });
+
+    it('LoRA and mp mode: the head trains beside the adapter, and workers train the same as in-process', async () => {
+      const lora = { ...config, num_train_epochs: 1, rollout_buffer_size: 4, lora: { r: 2, alpha: 4, target_modules: ['q_proj', 'v_proj'] } };
+      const small = { ...task, dataset: task.dataset.slice(0, 4) };
+      const [a, b] = [mkdtempSync(join(tmpdir(), 'iac-')), mkdtempSync(join(tmpdir(), 'iac-'))];
+      try {
+        const local = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: a } });
+        const head = (local.agents[1] as LocalAgent).agent.valueHead;
+        const start = Float32Array.from(head?.weight.data ?? []);
+        await local.train();
+        assert.notDeepEqual(Float32Array.from(head?.weight.data ?? []), start, 'the head trains while the base is frozen');
+        const mp = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: b, parallel_training: 'mp' } });
+        await mp.train();
+        for (const agent of ['agent_0', 'agent_1']) {
+          for (const file of ['adapter_model.safetensors', VALUE_HEAD_FILE]) {
+            const wa = readFileSync(join(a, 'final', agent, 'adapter', file));
+            const wb = readFileSync(join(b, 'final', agent, 'adapter', file));
+            assert.ok(wa.equals(wb), `${agent} ${file}: same from workers as in-process`);
+          }
+        }
+        await local.close();
+        await mp.close();
+      } finally {
+        rmSync(a, { recursive: true, force: true });
+        rmSync(b, { recursive: true, force: true });
+      }
+    });
   });
 });
