@@ -608,7 +608,7 @@ def run_iac_case(name, case, cfg, weights):
         head = {"w": params["v_head.summary.weight"], "b": params["v_head.summary.bias"]}
         opt = torch.optim.AdamW(list(params.values()), lr=c["agent_learning_rate"], betas=tuple(c["adam_betas"]),
                                 eps=c["adam_eps"], weight_decay=c["weight_decay"])
-        rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0)
+        rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0, value_loss=0.0)
         steps = 0
         eps = c["value_clip_range"]
         for turn in sorted({x["turn"] for x in per_agent[a]}):
@@ -631,6 +631,7 @@ def run_iac_case(name, case, cfg, weights):
                 loss_s = -adv * lp.sum() + c["value_loss_coef"] * err.sum()
                 (loss_s / len(group)).backward()
                 mb_loss += float(loss_s) / len(group)
+                rec["value_loss"] += float(err.sum()) / len(group)
                 rec["entropy"] += float(ent.sum())
                 rec["tokens"] += len(x["comp"])
                 rec["seqs"] += 1
@@ -639,7 +640,8 @@ def run_iac_case(name, case, cfg, weights):
             rec["loss"] += mb_loss
             steps += 1
         logged = [{"loss": rec["loss"] / steps, "grad_norm": rec["grad_norm"] / steps, "entropy": rec["entropy"] / rec["tokens"],
-                   "completion_length": rec["tokens"] / rec["seqs"], "lr": c["agent_learning_rate"], "steps": steps}]
+                   "completion_length": rec["tokens"] / rec["seqs"], "lr": c["agent_learning_rate"], "steps": steps,
+                   "value_loss": rec["value_loss"] / steps}]
         state = opt.state_dict()["state"]
         summaries = {}
         for idx, (pname, t) in enumerate(params.items()):

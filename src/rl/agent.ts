@@ -68,6 +68,8 @@ export interface UpdateStats {
   completionLength: number;
   steps: number;
   lr: number;
+  /** Actor-critic: the value error, mean over the update's optimizer steps (absent without a critic). */
+  valueLoss?: number;
   /** Remote-rollout metrics (sampler vs learner log-probs, importance weights, sampler counters). */
   rollout?: Record<string, number>;
 }
@@ -241,12 +243,14 @@ export class PolicyAgent {
     const stats = { loss: 0, gradNorm: 0, entropy: 0, completionLength: 0, steps: 0, lr: this.lr };
     let tokens = 0;
     let seqs = 0;
+    let valueLoss: number | undefined;
     for (const mb of minibatches) {
       const fb = await this.learner.forwardBackward(mb.map((s) => this.withTokenWeights(s)));
       const st = await this.learner.optimStep();
       this.steps++;
       this.lr = st.lr;
       stats.loss += fb.loss;
+      if (fb.valueLoss !== undefined) valueLoss = (valueLoss ?? 0) + fb.valueLoss;
       stats.entropy += fb.entropySum;
       tokens += fb.tokens;
       seqs += fb.sequences;
@@ -263,6 +267,7 @@ export class PolicyAgent {
       gradNorm: stats.gradNorm / n,
       entropy: tokens ? stats.entropy / tokens : 0,
       completionLength: seqs ? tokens / seqs : 0,
+      ...(valueLoss === undefined ? {} : { valueLoss: valueLoss / n }),
       ...(this.sampler.kind === 'local' ? {} : { rollout: this.rolloutStats() }),
     };
   }

@@ -55,6 +55,8 @@ export interface ForwardBackwardResult {
   kl: number | null;
   /** Fraction of scored tokens whose PPO term was clipped (0 without clipping). */
   clipFraction: number;
+  /** Actor-critic: the mean over the minibatch of the samples' value errors (absent without a critic). */
+  valueLoss?: number;
 }
 
 /** What one `optimStep` did. */
@@ -144,6 +146,7 @@ export class LocalLearner implements Learner {
       out.tokens += r.tokens;
       out.sequences += r.sequences;
       clipped += r.clipped;
+      if (r.valueLoss !== undefined) out.valueLoss = (out.valueLoss ?? 0) + r.valueLoss / samples.length;
       if (r.klTokens > 0) {
         klSum += r.klSum;
         klTokens += r.klTokens;
@@ -188,6 +191,7 @@ export class LocalLearner implements Learner {
       sequences: s.completions.length,
       logprobs,
       clipped: f.clipped,
+      valueLoss: f.valueLoss,
       klSum: f.klSum,
       klTokens: f.klTokens,
     };
@@ -214,12 +218,17 @@ export class LocalLearner implements Learner {
         ? s.completions.map((c) => (this.head as ValueHead).value(model, critic.type === 'v' ? s.promptIds : [...s.promptIds, ...c]))
         : undefined;
     // The run's algorithm turns the scored tokens into this sample's loss (rl/algorithms/).
-    const { loss, clipped, klSum, klTokens } = algorithmNamed(this.spec.algorithm).loss({ ...lp, scored: scored.length, values }, s, this.spec, weight);
+    const { loss, clipped, klSum, klTokens, valueLoss } = algorithmNamed(this.spec.algorithm).loss(
+      { ...lp, scored: scored.length, values },
+      s,
+      this.spec,
+      weight,
+    );
     const R = lp.sequenceOf.length;
     const value = loss.item();
     if (!Number.isFinite(value)) throw new Error(`agent ${this.spec.index}: the loss is ${value}; check the reward values and the learning rate`);
     const entropySum = lp.entropy ? lp.entropy.reduce((a, b) => a + b, 0) : 0;
-    return { loss, value, entropySum, tokens: R, sequenceOf: lp.sequenceOf, tokenLogprobs: lp.tokenLogprobs.data, clipped, klSum, klTokens };
+    return { loss, value, entropySum, tokens: R, sequenceOf: lp.sequenceOf, tokenLogprobs: lp.tokenLogprobs.data, clipped, klSum, klTokens, valueLoss };
   }
 
   /** Ends this learner's update; the thread's pool is emptied once no learner is inside one. */

@@ -511,6 +511,7 @@ export class MAGRPOTrainer<Item> {
       m[`agent_${i}/entropy`] = s.entropy;
       m[`agent_${i}/completion_length`] = s.completionLength;
       m[`agent_${i}/lr`] = s.lr;
+      if (s.valueLoss !== undefined) m[`agent_${i}/value_loss`] = s.valueLoss;
       for (const [name, v] of Object.entries(s.rollout ?? {})) m[`agent_${i}/${name}`] = v;
     }
     if (this.config.uniform_item_skip_epochs > 0) {

@@ -475,6 +475,9 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
         // 80 items, buffers of 8: 10 drains of 2 minibatches each
         assert.equal(sink.series('agent_0/loss').length, 10);
         assert.equal(agent.spec.totalSteps, 20);
+        const vl = sink.series('agent_0/value_loss').map((p) => p.value);
+        assert.equal(vl.length, 10, 'the value error is logged with every update');
+        assert.ok(mean(vl.slice(-3)) < mean(vl.slice(0, 3)), `value_loss ${mean(vl.slice(0, 3))} → ${mean(vl.slice(-3))}`);
         const v1 = value();
         assert.ok(Math.abs(v1 - mean(r.slice(-3))) < Math.abs(v0 - mean(r.slice(-3))) / 2, `V(go) ${v0} → ${v1}, reward ${mean(r.slice(-3))}`);
         const saved = readSafetensors(join(out, 'final', 'agent_0', 'model', VALUE_HEAD_FILE));

@@ -48,7 +48,7 @@ interface Fixture {
   value_head_init?: Record<string, number[]>[];
   rollout: { nodes: RecordedNode[] }[];
   expected: {
-    drains: { loss: number; grad_norm: number; entropy: number; completion_length: number; lr: number; steps: number }[];
+    drains: { loss: number; grad_norm: number; entropy: number; completion_length: number; lr: number; steps: number; value_loss?: number }[];
     optimizer_steps: number;
     params: Record<string, { w: Summary; m: Summary; v: Summary }>;
   }[];
@@ -192,6 +192,11 @@ for (const { name, backend, dtype, tol } of SETUPS) {
             assert.equal(got.length, exp.drains.length, `${who}: ${got.length} drains logged, PyTorch has ${exp.drains.length}`);
             for (const [d, e] of exp.drains.entries()) close(got[d], e[key], Math.abs(e[key]) + (key === 'loss' ? 1 : 0), `${who} drain ${d} ${key}`, tol);
           }
+          // actor-critic cases: the value term on its own
+          const valueLoss = sink.series(`agent_${a}/value_loss`).map((p) => p.value);
+          assert.equal(valueLoss.length, exp.drains.filter((e) => e.value_loss !== undefined).length, `${who}: value_loss entries`);
+          for (const [d, e] of exp.drains.entries())
+            if (e.value_loss !== undefined) close(valueLoss[d], e.value_loss, Math.abs(e.value_loss) + 1, `${who} drain ${d} value_loss`, tol);
           assert.equal(agent.spec.totalSteps, exp.optimizer_steps, `${who}: LR schedule length`);
           const state = (agent.learner as LocalLearner).optimizer.state();
           assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);

@@ -109,6 +109,8 @@ export interface LossTerms {
   /** Σ of per-token k3 KL against the reference, over `klTokens` tokens (0, 0 without one). */
   klSum: number;
   klTokens: number;
+  /** Actor-critic: the sample's value error, mean over its completions (before value_loss_coef and `weight`). */
+  valueLoss?: number;
 }
 
 /** A problem with a config key, reported as `key: message` (rl/config.ts ConfigIssue). */

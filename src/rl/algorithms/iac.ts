@@ -120,6 +120,7 @@ export function actorCriticLoss(lp: ScoredTokens, s: LossSample, settings: LossS
     c[t] = (-s.advantages[g] * (s.tokenWeights?.[g]?.[k] ?? 1) * weight) / K;
   }
   let loss: Tensor | null = R > 0 ? weightedSum(lp.tokenLogprobs, c) : null;
+  let valueLoss = 0;
   for (let g = 0; g < K; g++) {
     const V = lp.values[g];
     const target = tensor([s.critic.targets[g]]);
@@ -131,10 +132,11 @@ export function actorCriticLoss(lp: ScoredTokens, s: LossSample, settings: LossS
       // max of the two: where they tie (V inside the clip range) both have the same gradient
       if (clipped.data[0] > err.data[0]) err = clipped;
     }
+    valueLoss += err.data[0] / K;
     const term = scale(err, (critic.valueLossCoef * weight) / K);
     loss = loss ? add(loss, term) : term;
   }
-  return { loss: loss as Tensor, clipped: 0, klSum: 0, klTokens: 0 };
+  return { loss: loss as Tensor, clipped: 0, klSum: 0, klTokens: 0, valueLoss };
 }
 
 export const IAC: Algorithm<IacOptions> = {
