@@ -129,7 +129,7 @@ INLINE void ukr_generic(const bool bf, int64_t kc, const float *a, const void *b
     v4f b0, b1;
     if (bf) {
       const uint16_t *b = (const uint16_t *)bv + k * 8;
-      for (int j = 0; j < 4; j++) b0[j] = f32_from_bf16(b[j]), b1[j] = f32_from_bf16(b[4 + j]);
+      for (int j = 0; j < 4; j++) b0[j] = f32_from_bf16(b[2 * j]), b1[j] = f32_from_bf16(b[2 * j + 1]);
     } else {
       memcpy(&b0, (const float *)bv + k * 8, sizeof b0);
       memcpy(&b1, (const float *)bv + k * 8 + 4, sizeof b1);
@@ -152,9 +152,12 @@ INLINE void ukr_generic(const bool bf, int64_t kc, const float *a, const void *b
  * tile computes only its real rows: decoding runs M = 4-64 rows (G samples × items), and M = 8
  * on the 12-row AVX-512 tile spent a third of its FMAs on padding rows and summed the tile into C
  * with a scalar loop. Only columns past the matrix's edge still go through `add_tile`. */
-/* 8 bf16 to 8 fp32: widen to 32 bits, then shift into the high half. */
-TARGET_avx2 INLINE __m256 bf16x8_avx2(const uint16_t *p) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_load_si128((const __m128i *)p)), 16));
+/* A bf16 pack's row of 16 (sgemm_pack: column j in the low half of 32-bit word j, column j + 8 in
+ * its high half) as two vectors of 8 fp32: one shift and one mask, no widening shuffle. */
+TARGET_avx2 INLINE void bf16x16_avx2(const uint16_t *p, __m256 *lo, __m256 *hi) {
+  __m256i w = _mm256_load_si256((const __m256i *)p);
+  *lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  *hi = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u)));
 }
 
 TARGET_avx2 INLINE void ukr_avx2_rows(const int R, const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t nr) {
@@ -164,8 +167,7 @@ TARGET_avx2 INLINE void ukr_avx2_rows(const int R, const bool bf, int64_t kc, co
   for (int64_t k = 0; k < kc; k++, a += 6) {
     __m256 b0, b1;
     if (bf) {
-      b0 = bf16x8_avx2((const uint16_t *)bv + k * 16);
-      b1 = bf16x8_avx2((const uint16_t *)bv + k * 16 + 8);
+      bf16x16_avx2((const uint16_t *)bv + k * 16, &b0, &b1);
     } else {
       b0 = _mm256_load_ps((const float *)bv + k * 16);
       b1 = _mm256_load_ps((const float *)bv + k * 16 + 8);
@@ -209,9 +211,13 @@ TARGET_avx2 INLINE void ukr_avx2(const bool bf, int64_t kc, const float *a, cons
 
 
 
-/* 16 bf16 to 16 fp32: widen to 32 bits, then shift into the high half. */
-TARGET_avx512 INLINE __m512 bf16x16_avx512(const uint16_t *p) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_load_si256((const __m256i *)p)), 16));
+/* A bf16 pack's row of 32 as two vectors of 16 fp32, as bf16x16_avx2. The widening shares the
+ * ports of the FMAs, so it is one shift and one AND per 32 values rather than a VPMOVZXWD and a
+ * shift per 16: where the weights sit in cache the product is bound by those ports. */
+TARGET_avx512 INLINE void bf16x32_avx512(const uint16_t *p, __m512 *lo, __m512 *hi) {
+  __m512i w = _mm512_load_si512((const void *)p);
+  *lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  *hi = _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32((int)0xffff0000u)));
 }
 
 TARGET_avx512 INLINE void ukr_avx512_rows(const int R, const bool bf, int64_t kc, const float *a, const void *bv, float *c, int64_t ldc, float alpha, int64_t nr) {
@@ -221,8 +227,7 @@ TARGET_avx512 INLINE void ukr_avx512_rows(const int R, const bool bf, int64_t kc
   for (int64_t k = 0; k < kc; k++, a += 12) {
     __m512 b0, b1;
     if (bf) {
-      b0 = bf16x16_avx512((const uint16_t *)bv + k * 32);
-      b1 = bf16x16_avx512((const uint16_t *)bv + k * 32 + 16);
+      bf16x32_avx512((const uint16_t *)bv + k * 32, &b0, &b1);
     } else {
       b0 = _mm512_load_ps((const float *)bv + k * 32);
       b1 = _mm512_load_ps((const float *)bv + k * 32 + 16);
@@ -383,7 +388,9 @@ typedef struct {
     else sgemm_prepacked_cols__##isa(0, 1, (void *)g);                                                               \
   }                                                                                                                  \
   TARGET_##isa int64_t sgemm_packed_floats__##isa(int64_t N, int64_t K) { return (N + NR - 1) / NR * NR * K; }      \
-  /* bf16 packs (`dst` then holds uint16): each block is packed in fp32, then rounded. */                        \
+  /* bf16 packs (`dst` then holds uint16): each block is packed in fp32, then rounded, each row of NR   \
+   * interleaved: column j of the panel in element 2j, column j + NR/2 in 2j + 1, so that a 32-bit      \
+   * word holds both and the kernels widen them with a shift and a mask. */                            \
   TARGET_##isa void sgemm_pack__##isa(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *dst, bool bf16) {  \
     GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL, false};                                  \
     float *tmp = bf16 ? pack_buffer(0, (size_t)NC * KC) : NULL;                                                      \
@@ -398,7 +405,11 @@ typedef struct {
         }                                                                                                            \
         pack_b(&g, jc, nc, pc, kc, NR, 0, nJ, tmp);                                                                  \
         uint16_t *d = (uint16_t *)dst + at;                                                                          \
-        for (int64_t i = 0; i < nJ * NR * kc; i++) d[i] = bf16_from_f32(tmp[i]);                                     \
+        for (int64_t r = 0; r < nJ * kc; r++)                                                                        \
+          for (int64_t j = 0; j < NR / 2; j++) {                                                                     \
+            d[r * NR + 2 * j] = bf16_from_f32(tmp[r * NR + j]);                                                      \
+            d[r * NR + 2 * j + 1] = bf16_from_f32(tmp[r * NR + j + NR / 2]);                                         \
+          }                                                                                                          \
       }                                                                                                              \
     }                                                                                                                \
   }
