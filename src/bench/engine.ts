@@ -68,6 +68,8 @@ export interface BenchFlags {
   model?: string;
   items?: number;
   warmup?: number;
+  /** With --step: the trainer's precision. */
+  precision?: 'fp32' | 'bf16';
   /** With --step: also the peers (step-peers.ts), all or a comma-separated list. */
   peers?: string | boolean;
 }

@@ -61,6 +61,8 @@ export interface StepBenchSettings {
   warmupItems: number;
   items: number;
   threads: number;
+  /** The trainer's `precision` (bf16: AMX tiles or AVX-512 BF16 where the CPU has them). */
+  precision: 'fp32' | 'bf16';
   /**
    * `--peers` (step-peers.ts): real TL;DR items instead of the synthetic prompts, per item each
    * agent's chat messages, scored by magrpo's TL;DR reward (the peers' items and reward).
@@ -68,7 +70,7 @@ export interface StepBenchSettings {
   tldr?: ChatMessage[][][];
 }
 
-export function stepSettings(o: { model?: string; items?: number; warmup?: number; threads: number }): StepBenchSettings {
+export function stepSettings(o: { model?: string; items?: number; warmup?: number; threads: number; precision?: 'fp32' | 'bf16' }): StepBenchSettings {
   return {
     model: o.model ?? null,
     shape: SMOLLM2_135M,
@@ -81,6 +83,7 @@ export function stepSettings(o: { model?: string; items?: number; warmup?: numbe
     warmupItems: o.warmup ?? 2,
     items: o.items ?? 2,
     threads: o.threads,
+    precision: o.precision ?? 'fp32',
   };
 }
 
@@ -220,6 +223,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
         num_generations: s.group,
         max_new_tokens: s.newTokens,
         rollout_buffer_size: s.bufferSize,
+        precision: s.precision,
         lora: { r: s.loraRank, alpha: 2 * s.loraRank, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] },
         eval_interval: 0,
       },
@@ -311,7 +315,7 @@ export function formatStep(r: StepBenchReport): string {
   const lines = [
     `MAGRPO step profile: ${s.model ?? s.shape} (${(s.params / 1e6).toFixed(1)} M parameters), ${s.agents} agents, LoRA r ${s.loraRank} on all seven projections,`,
     `G ${s.group} × ${s.newTokens} new tokens per agent, prompts of ${r.tokens.prompt.toFixed(0)} tokens, rollout_buffer_size ${s.bufferSize}; ${s.threads} thread(s);`,
-    `${s.items} timed item(s) after ${s.warmupItems} warm-up; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
+    `${s.items} timed item(s) after ${s.warmupItems} warm-up; precision ${s.precision ?? 'fp32'}; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
     '',
     '| phase | calls | s / item | share | in kernels s | outside kernels s |',
     '| --- | --- | --- | --- | --- | --- |',
@@ -331,6 +335,7 @@ export async function runStepBench(flags: {
   json?: boolean;
   out?: string;
   peers?: string | boolean;
+  precision?: 'fp32' | 'bf16';
 }): Promise<void> {
   if (flags.peers !== undefined && flags.peers !== false) {
     const { runStepPeersBench } = await import('./step-peers.js');

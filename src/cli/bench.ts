@@ -37,6 +37,7 @@ export function registerBench(program: Command): void {
     .option('--model <path>', 'with --step: a model folder or .gguf file instead of random weights')
     .option('--items <n>', 'with --step: timed items (default 2, one update)', intOption(1))
     .option('--warmup <n>', 'with --step: untimed items first (default 2, one update)', intOption(0))
+    .addOption(new Option('--precision <p>', "with --step: the trainer's matrix products (trainer.precision)").choices(['fp32', 'bf16']))
     .option(
       '--peers [list]',
       'with --step and --model: the same TL;DR step on CoMLRL 1.4.3 and TRL (scripts/setup.sh --with-peers) and llama.cpp sampling, side by side (comlrl,trl,llama.cpp; default all; 1 warm-up + 3 timed items)',
@@ -57,8 +58,8 @@ Examples:
     .action((flags: BenchFlags) => {
       if (flags.rollout !== undefined) return runRolloutBench(flags.rollout, flags);
       if (flags.step) return runStepBench(flags);
-      if (flags.model !== undefined || flags.items !== undefined || flags.warmup !== undefined || flags.peers !== undefined)
-        throw new Error('--model, --items, --warmup and --peers go with --step');
+      if (flags.model !== undefined || flags.items !== undefined || flags.warmup !== undefined || flags.peers !== undefined || flags.precision !== undefined)
+        throw new Error('--model, --items, --warmup, --peers and --precision go with --step');
       if (flags.worker !== undefined) {
         process.stdout.write(`${JSON.stringify(measureSize(flags.worker, flags.quick ? QUICK_REPEATS : TIMED_REPEATS, { lora: flags.lora }))}\n`);
         return;

@@ -27,6 +27,8 @@ describe('bench --step', () => {
       [null, 2, 4, 64, 400, 16, 2, 2, 2],
     );
     assert.equal(s.shape, SMOLLM2_135M);
+    assert.equal(s.precision, 'fp32');
+    assert.equal(stepSettings({ threads: 2, precision: 'bf16' }).precision, 'bf16');
     assert.deepEqual(
       [SMOLLM2_135M.num_hidden_layers, SMOLLM2_135M.hidden_size, SMOLLM2_135M.num_attention_heads, SMOLLM2_135M.num_key_value_heads, SMOLLM2_135M.vocab_size],
       [30, 576, 9, 3, 49152],
