@@ -64,6 +64,7 @@ let countFrom = t0;
  */
 export function profiled(be: Backend, report = true): Backend {
   countFrom = t0 + skipMs();
+  timing = true;
   const wrapped: Record<string, unknown> = { ...be };
   for (const k of KERNELS) {
     const fn = be[k] as (...args: unknown[]) => unknown;
@@ -172,6 +173,29 @@ export function takePhases(): Map<string, PhaseStat> {
   const out = new Map([...phases].map(([k, v]) => [k, { ...v }]));
   phases.clear();
   return out;
+}
+
+/** Whether a backend has been `profiled` (kernel timing on). */
+let timing = false;
+
+/**
+ * Runs `fn`, a native call outside the kernel interface (a model's fused step, reached through
+ * `nativeFunction`), and counts it as kernel time under `name` when kernels are timed: the phases'
+ * in-kernel and outside-kernel split then means the same whichever path ran.
+ */
+export function timedNative<T>(name: string, fn: () => T): T {
+  if (!timing) return fn();
+  const start = performance.now();
+  const r = fn();
+  const ms = performance.now() - start;
+  kernelMs += ms;
+  if (start >= countFrom) {
+    const stat = stats.get(name) ?? { calls: 0, ms: 0, flops: 0 };
+    stats.set(name, stat);
+    stat.ms += ms;
+    stat.calls++;
+  }
+  return r;
 }
 
 /** Kernel milliseconds so far (0 unless the backend is `profiled`). */

@@ -17,6 +17,7 @@
  */
 import type { Backend, FloatArray } from '../engine/backend.js';
 import { nativeFunction } from '../engine/backends/native.js';
+import { timedNative } from '../engine/profile.js';
 
 /**
  * The arguments of one step.
@@ -72,7 +73,7 @@ type NativeStep = (...args: LlamaDecodeArgs) => void;
 export function llamaDecodeStep(be: Backend, ...args: LlamaDecodeArgs): void {
   decodeStepCount.calls++;
   const native = be.name === 'native' ? nativeFunction<NativeStep>('llamaDecodeStep') : null;
-  if (native !== null) native(...args);
+  if (native !== null) timedNative('llamaDecodeStep', () => native(...args));
   else composeLlamaDecodeStep(be, ...args);
 }
 

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { KERNELS } from '../../src/engine/backend.js';
 import { referenceBackend } from '../../src/engine/backends/reference.js';
-import { profiled } from '../../src/engine/profile.js';
+import { kernelClock, profiled, timedNative } from '../../src/engine/profile.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'magrpo-profile-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -93,5 +93,19 @@ describe('per-kernel timings', () => {
       assert.notEqual(r.status, 0, `MAGRPO_DEBUG_SKIP_S=${bad} was accepted`);
       assert.match(r.stderr, /MAGRPO_DEBUG_SKIP_S must be a number of seconds ≥ 0/);
     }
+  });
+});
+
+describe('timedNative', () => {
+  it("counts a native call outside the kernel interface (a model's fused step) as kernel time once kernels are timed", () => {
+    const busy = (ms: number) => () => {
+      const t = performance.now();
+      while (performance.now() - t < ms);
+      return 7;
+    };
+    profiled(referenceBackend, false);
+    const before = kernelClock();
+    assert.equal(timedNative('fusedStep', busy(20)), 7);
+    assert.ok(kernelClock() - before >= 20, `counted ${kernelClock() - before} ms of a 20 ms call`);
   });
 });
