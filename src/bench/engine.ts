@@ -177,7 +177,7 @@ export function runBench(flags: BenchFlags): void {
     args.push('--prompt-len', String(PROMPT_LEN), '--new-tokens', String(NEW_TOKENS));
     args.push('--train-warmup', repeatsArg(TRAIN_WARMUP), '--sample-warmup', repeatsArg(SAMPLE_WARMUP));
     // Where we time precision: bf16 on bf16 hardware, PyTorch gets its own mixed precision too.
-    if (doctor.backend.bf16 === 'avx512-bf16') args.push('--bf16');
+    if (doctor.backend.bf16 === 'avx512-bf16' || doctor.backend.bf16 === 'amx') args.push('--bf16');
     return runChild(p.python as string, args, { ...peerEnv, ...variant.env });
   };
 

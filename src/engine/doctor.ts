@@ -7,7 +7,11 @@
  */
 import { availableParallelism, loadavg } from 'node:os';
 import type { Backend } from './backend.js';
-import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeFmaPeak, nativeIsa, nativePrecision } from './backends/native.js';
+import { loadNativeBackend, type NativeBf16Kernel, nativeAddonFile, nativeBf16Kernel, nativeBlas, nativeFmaPeak, nativeIsa } from './backends/native.js';
+
+/** The addon's name of its bf16 kernel, as the report spells it. */
+const BF16_LABEL: Record<NativeBf16Kernel, 'amx' | 'avx512-bf16' | 'emulated'> = { amx: 'amx', avx512bf16: 'avx512-bf16', emulated: 'emulated' };
+
 import { blasCoreSelection, type CoreSelection, coretypeSetter, defaultCacheFile, gemmDescription, rankedCores } from './blas-core.js';
 import { type CoreProbe, probeCore } from './blas-probe.js';
 import { type CpuInfo, cpuInfo, isaSummary } from './cpu.js';
@@ -46,8 +50,8 @@ export interface DoctorReport {
     kernels: { isa: string; supported: string[] } | null;
     /** What runs sgemm: `openblas <core> via <file>` or `builtin <isa> (<why>)` (MAGRPO_BLAS). */
     gemm: string | null;
-    /** How `precision: bf16` products run here: on VDPBF16PS, or emulated at fp32 speed. */
-    bf16: 'avx512-bf16' | 'emulated' | null;
+    /** How `precision: bf16` products run here: on AMX tiles, on VDPBF16PS, or emulated at fp32 speed. */
+    bf16: 'amx' | 'avx512-bf16' | 'emulated' | null;
   };
   cpu: { model: string; vendor: string; family: number | null; modelNumber: number | null; arch: string; logicalCpus: number; isa: string };
   blas: {
@@ -136,7 +140,7 @@ export function collectDoctor(opts: DoctorOptions = {}): DoctorReport {
       threads: be?.getNumThreads() ?? 0,
       kernels: be === null ? null : nativeIsa(),
       gemm: null,
-      bf16: be === null ? null : nativePrecision().native ? 'avx512-bf16' : 'emulated',
+      bf16: be === null ? null : BF16_LABEL[nativeBf16Kernel()],
     },
     cpu: {
       model: cpu.modelName,
@@ -318,9 +322,11 @@ export function formatDoctor(r: DoctorReport): string[] {
           ['C kernels', `${r.backend.kernels.isa} variant (this CPU runs: ${r.backend.kernels.supported.join(', ')})`] as [string, string],
           [
             'bf16 products',
-            r.backend.bf16 === 'avx512-bf16'
-              ? 'VDPBF16PS (AVX-512 BF16), for precision: bf16'
-              : 'emulated at fp32 speed (no AVX-512 BF16 here), for precision: bf16',
+            r.backend.bf16 === 'amx'
+              ? 'AMX tiles (TDPBF16PS), for precision: bf16'
+              : r.backend.bf16 === 'avx512-bf16'
+                ? 'VDPBF16PS (AVX-512 BF16), for precision: bf16'
+                : 'emulated at fp32 speed (no AVX-512 BF16 here), for precision: bf16',
           ] as [string, string],
         ]
       : []),

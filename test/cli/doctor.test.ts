@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assessCores, type DoctorReport, formatDoctor } from '../../src/engine/doctor.js';
@@ -22,6 +23,12 @@ describe('magrpo doctor', () => {
     assert.ok(d.backend.kernels?.supported.includes(d.backend.kernels.isa), 'the C kernel variant in use is one the CPU runs');
     assert.equal(d.cpu.arch, process.arch);
     assert.ok(d.cpu.isa.length > 0);
+    // The bf16 kernel named is AMX where /proc/cpuinfo lists its flags (Linux lets a process use
+    // tiles since 5.16), else VDPBF16PS or emulation. The test process itself loads no addon: that
+    // would choose an OPENBLAS_CORETYPE that the child then reports as the user's.
+    const flags = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+    if (/\bamx_bf16\b/.test(flags) && /\bamx_tile\b/.test(flags) && !process.env.MAGRPO_BF16_KERNEL) assert.equal(d.backend.bf16, 'amx');
+    else assert.ok(['avx512-bf16', 'emulated', 'amx'].includes(d.backend.bf16 ?? ''), `bf16 kernel ${d.backend.bf16}`);
     const sandbox = d.extra.find((e) => e.label === 'sandbox');
     assert.match(sandbox?.value ?? '', /^(bwrap|unshare|rlimits-only) \(/, 'the sandbox isolation level is reported');
     assert.ok(d.blas.core !== null, 'the core OpenBLAS runs is known');
