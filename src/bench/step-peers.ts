@@ -27,7 +27,7 @@ import { convertGguf, isGgufFile } from '../model/gguf-import.js';
 import { loadTokenizer } from '../model/pretrained.js';
 import type { ChatMessage } from '../model/tokenizer.js';
 import { formattersFor } from '../rl/task.js';
-import { formatStep, measureStep, type StepBenchReport, type StepBenchSettings, stepSettings } from './step.js';
+import { formatStep, measureStep, type StepBenchFlags, type StepBenchReport, type StepBenchSettings, stepSettings } from './step.js';
 
 export const PEERS = ['comlrl', 'trl', 'llama.cpp'] as const;
 export type PeerName = (typeof PEERS)[number];
@@ -137,17 +137,7 @@ function ggufOf(model: string): string | null {
   return isGgufFile(model) ? model : null;
 }
 
-export interface StepPeersFlags {
-  model?: string;
-  items?: number;
-  warmup?: number;
-  threads: number;
-  json?: boolean;
-  out?: string;
-  peers?: string | boolean;
-}
-
-export async function runStepPeersBench(flags: StepPeersFlags): Promise<void> {
+export async function runStepPeersBench(flags: StepBenchFlags): Promise<void> {
   const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
   if (flags.model === undefined) throw new Error('--peers needs --model: the real model (a .gguf file or an HF folder), e.g. SmolLM2-135M-Instruct.Q4_1.gguf');
   const given = resolve(flags.model);

@@ -326,8 +326,8 @@ export function formatStep(r: StepBenchReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** `magrpo bench --step`: measures, prints the table (or JSON) and writes `--out`. */
-export async function runStepBench(flags: {
+/** The options of `magrpo bench --step` (and of `--step --peers`, step-peers.ts). */
+export interface StepBenchFlags {
   model?: string;
   items?: number;
   warmup?: number;
@@ -336,7 +336,10 @@ export async function runStepBench(flags: {
   out?: string;
   peers?: string | boolean;
   precision?: 'fp32' | 'bf16';
-}): Promise<void> {
+}
+
+/** `magrpo bench --step`: measures, prints the table (or JSON) and writes `--out`. */
+export async function runStepBench(flags: StepBenchFlags): Promise<void> {
   if (flags.peers !== undefined && flags.peers !== false) {
     const { runStepPeersBench } = await import('./step-peers.js');
     return runStepPeersBench(flags);
