@@ -170,7 +170,7 @@ export const MagrpoConfigSchema = z
       .enum(ALGORITHM_NAMES)
       .default('magrpo')
       .describe(
-        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family), centralized_magrpo (one joint policy for every role), madpo (offline joint DPO) or iac (independent actor-critic, a value head per agent); keys another algorithm owns are refused',
+        '(magrpo) what the team is trained with (docs/algorithms.md): magrpo, mareinforce, marloo, maremax (the online policy-gradient family), centralized_magrpo (one joint policy for every role), madpo (offline joint DPO), iac (independent actor-critic, a value head or a separate critic per agent) or maac (actors with one shared critic over joint prompts); keys another algorithm owns are refused',
       ),
     // --- data and schedule
     num_train_epochs: posInt().default(20).describe('passes over the training set'),

@@ -22,6 +22,7 @@ import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import type { Algorithm } from './algorithms/algorithm.js';
 import { algorithmNamed } from './algorithms/index.js';
 import { fire, type TrainerCallback } from './callbacks.js';
+import { type Critics, createCritics } from './critics.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
 import { evaluate } from './evaluate.js';
@@ -84,6 +85,8 @@ export class MAGRPOTrainer<Item> {
   readonly algorithm: Algorithm;
   readonly task: Task<Item>;
   readonly agents: AgentHandle[];
+  /** Critic models apart from the actors (IAC's separate critics, MAAC's shared one; rl/critics.ts), null without. */
+  readonly critics: Critics | null;
   readonly logger: MetricsLogger;
   envStep = 0;
   items = 0;
@@ -130,10 +133,9 @@ export class MAGRPOTrainer<Item> {
     this.fluency = new FluencyMonitor(models.length);
     ({ process: this.learnerProcess, spec: this.learnerSpec } = startLearner(c.learner));
     try {
-      this.agents = createAgents(
-        models.map((dir, i) => this.agentSpec(dir, i)),
-        c.parallel_training === 'mp' ? 'mp' : 'none',
-      );
+      const specs = models.map((dir, i) => this.agentSpec(dir, i));
+      this.agents = createAgents(specs, c.parallel_training === 'mp' ? 'mp' : 'none');
+      this.critics = createCritics(this.algorithm.criticModel?.(c) ?? null, specs);
     } catch (e) {
       void this.learnerProcess?.close();
       throw e;
@@ -386,6 +388,8 @@ export class MAGRPOTrainer<Item> {
   private async scoredTree(item: Item, itemIndex: number): Promise<TreeNode> {
     const times = { sampling: 0, reward: 0 };
     const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
+    // Critic models do not change while a tree is built: valuing it afterwards gives V_old.
+    this.critics?.attach(root);
     computeReturns(root, this.config.discount);
     this.envStep = lastEnvStep(root);
     this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
@@ -412,7 +416,7 @@ export class MAGRPOTrainer<Item> {
     const G = c.num_generations;
     const out: NodeSample[] = [];
     for (const node of postOrder(root)) {
-      const losses = this.algorithm.samples(node, c, this.rng);
+      const losses = this.algorithm.samples(this.critics?.node(node) ?? node, c, this.rng);
       for (let i = 0; i < this.agents.length; i++) {
         const group = node.groups[i];
         const R = agentReturns(node.returns, node.joint, i, G, c.cross_credit);
@@ -467,10 +471,16 @@ export class MAGRPOTrainer<Item> {
       this.agents.filter((a) => ids.has(a.index)),
       (a) => a.update((drained.find((d) => d.agent === a.index) as (typeof drained)[number]).minibatches),
     );
+    const critic = this.critics?.train(drained);
     this.timing.update += performance.now() - t0;
+    const shared = critic?.get(-1);
     this.logDrain(
       drained.flatMap((d) => d.samples),
-      drained.map((d, k) => [d.agent, stats[k]] as const),
+      drained.map((d, k) => {
+        const own = critic?.get(d.agent);
+        return [d.agent, own ? { ...stats[k], valueLoss: own.valueLoss, criticGradNorm: own.gradNorm } : stats[k]] as const;
+      }),
+      shared ? { metrics: { 'critic/value_loss': shared.valueLoss, 'critic/grad_norm': shared.gradNorm } } : {},
     );
   }
 
@@ -480,7 +490,7 @@ export class MAGRPOTrainer<Item> {
    */
   private logDrain(
     drainedSamples: NodeSample[],
-    stats: (readonly [number, UpdateStats])[],
+    stats: (readonly [number, UpdateStats & { criticGradNorm?: number }])[],
     at: { step?: number; metrics?: Record<string, number> } = {},
   ): void {
     const samples = [...drainedSamples, ...this.unbuffered];
@@ -512,6 +522,7 @@ export class MAGRPOTrainer<Item> {
       m[`agent_${i}/completion_length`] = s.completionLength;
       m[`agent_${i}/lr`] = s.lr;
       if (s.valueLoss !== undefined) m[`agent_${i}/value_loss`] = s.valueLoss;
+      if (s.criticGradNorm !== undefined) m[`agent_${i}/critic_grad_norm`] = s.criticGradNorm;
       for (const [name, v] of Object.entries(s.rollout ?? {})) m[`agent_${i}/${name}`] = v;
     }
     if (this.config.uniform_item_skip_epochs > 0) {
@@ -542,7 +553,7 @@ export class MAGRPOTrainer<Item> {
 
   /** Writes every agent as a HF model folder (or LoRA adapter) under dir/agent_i. */
   async saveModels(dir: string): Promise<void> {
-    await forEachAgent(this.agents, (a) => a.save(join(dir, `agent_${a.index}`)));
+    await forEachAgent(this.withCritics(), (a) => a.save(join(dir, `agent_${a.index}`)));
   }
 
   private async checkpoint(pos: { epoch: number; index: number }): Promise<string> {
@@ -560,13 +571,13 @@ export class MAGRPOTrainer<Item> {
       unbuffered: this.unbuffered,
       skipped: this.skipped,
     };
-    const dir = await saveCheckpoint(this.config.output_dir as string, state, this.agents, this.config.save_total_limit);
+    const dir = await saveCheckpoint(this.config.output_dir as string, state, this.withCritics(), this.config.save_total_limit);
     await fire(this.callbacks, 'onSave', { dir, items: this.items, envStep: this.envStep });
     return dir;
   }
 
   private async restore(path: string): Promise<void> {
-    const s = await loadCheckpoint<NodeSample>(path, this.agents);
+    const s = await loadCheckpoint<NodeSample>(path, this.withCritics());
     if (s.config.num_agents !== this.config.num_agents || s.config.num_generations !== this.config.num_generations) {
       throw new Error(
         `${path}: checkpoint was made with num_agents ${s.config.num_agents} / num_generations ${s.config.num_generations}, this run has ${this.config.num_agents} / ${this.config.num_generations}`,
@@ -581,6 +592,11 @@ export class MAGRPOTrainer<Item> {
     // Resuming this run's own checkpoint: entries logged after it are replayed, so cut them.
     const out = this.config.output_dir;
     if (out && !relative(join(out, 'checkpoints'), resolveCheckpoint(path)).startsWith('..')) rollbackLogs(out, s.logs);
+  }
+
+  /** The agents as saved and loaded: each with its critic model, if the algorithm has them. */
+  private withCritics(): AgentHandle[] {
+    return this.critics?.withCritics(this.agents) ?? this.agents;
   }
 
   async close(): Promise<void> {

@@ -53,3 +53,9 @@ export class IACTrainer<Item> extends MAGRPOTrainer<Item> {
     super(withAlgorithm(o, 'iac', 'IACTrainer'));
   }
 }
+
+export class MAACTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(withAlgorithm(o, 'maac', 'MAACTrainer'));
+  }
+}

@@ -409,12 +409,12 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
       ['num_generations'],
     );
     assert.equal(resolveConfig({ algorithm: 'iac', num_turns: 2 }).num_generations, 1);
-    assert.match(problems({ algorithm: 'iac', use_separate_critic: true })[0], /^use_separate_critic: a separate critic model is not implemented yet/);
+    assert.equal(resolveConfig({ algorithm: 'iac', use_separate_critic: true }).use_separate_critic, true);
     assert.match(problems({ algorithm: 'iac', critic_learning_rate: 1e-5 })[0], /^critic_learning_rate: the value head trains with its actor/);
     assert.match(problems({ algorithm: 'iac', num_generations: 2, joint_mode: 'cross' })[0], /^joint_mode: /);
     assert.match(problems({ algorithm: 'iac', learner: { backend: 'torch' } })[0], /^learner\.backend: /);
     assert.match(problems({ algorithm: 'iac', ppo_clip_eps: 0.2 })[0], /^ppo_clip_eps: a key of algorithm magrpo/);
-    assert.deepEqual(problems({ value_loss_coef: 1 }), ["value_loss_coef: a key of algorithm iac; this run's algorithm is magrpo"]);
+    assert.deepEqual(problems({ value_loss_coef: 1 }), ["value_loss_coef: a key of algorithm iac / maac; this run's algorithm is magrpo"]);
     // a group baseline needs two completions; the critic is iac's baseline
     assert.match(problems({ num_generations: 1 })[0], /^num_generations: algorithm magrpo needs ≥ 2/);
   });

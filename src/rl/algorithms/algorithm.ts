@@ -52,6 +52,8 @@ export interface CriticTerms {
   oldValues: number[];
   /** Per completion: the target the value regresses to (IAC: r, or r + γ·V_old(next turn)). */
   targets: number[];
+  /** Per completion: the ids a critic model reads, when not the agent's own (MAAC: the joint prompt, or joint prompt + joint action). */
+  inputs?: number[][];
 }
 
 /** How an agent's value head is read and trained (present: the agent has one; model/value-head.ts). */
@@ -62,6 +64,14 @@ export interface CriticSettings {
   valueClipRange: number | null;
   /** Factor on the value loss in the agent's total loss. */
   valueLossCoef: number;
+}
+
+/** A critic model apart from the actors (rl/critics.ts): IAC's separate critic per agent, MAAC's one shared. */
+export interface CriticModelSettings extends CriticSettings {
+  /** true: one critic for the team over joint inputs (MAAC); false: one per agent over its own prompt. */
+  shared: boolean;
+  /** Its AdamW learning rate (null: agent_learning_rate, agent 0's for a shared critic). */
+  lr: number | null;
 }
 
 /** What a preference pair's loss needs besides the agent's own log-probs. */
@@ -143,6 +153,8 @@ export interface ScoredNode {
     /** With a critic: per completion, the value head's output at sampling time (V_old). */
     values?: number[];
   }[];
+  /** A shared critic (MAAC): per joint action, the ids it reads and its value at sampling time. */
+  jointCritic?: { inputs: number[][]; values: number[] };
   /** Joint actions as per-agent completion indices, with their rewards and returns. */
   joint: readonly (readonly number[])[];
   rewards: readonly number[];
@@ -175,8 +187,10 @@ export interface Algorithm<Own = object> {
   samplesPerItem?(c: SharedConfig & Own): number;
   /** Online: the loss samples one node gives each agent (sizes the LR schedule; absent: 1). */
   samplesPerNode?(c: SharedConfig & Own): number;
-  /** Its agents' value heads (absent or null: none). */
+  /** Its agents' value heads (absent or null: none); defined by actor-critic algorithms even when it gives null. */
   critic?(c: SharedConfig & Own): CriticSettings | null;
+  /** Critic models apart from the actors, trained on the actors' minibatches (absent or null: none). */
+  criticModel?(c: SharedConfig & Own): CriticModelSettings | null;
   /**
    * Online: one turn group of a drained buffer (one agent's samples of one turn), before it is
    * shuffled into minibatches; absent: as they are.

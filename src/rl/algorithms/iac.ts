@@ -14,12 +14,17 @@
  *            + value_loss_coef · mean_batch max((target − V)², (target − V_clip)²),
  *            V_clip = V_old + clip(V − V_old, ±value_clip_range)   (plain (target − V)² when null)
  *
- * one AdamW step per minibatch over the actor's trainable weights and the head. Multi-turn needs
- * num_generations 1, as the reference: the TD target reads the one next-turn node.
+ * one AdamW step per minibatch over the actor's trainable weights and the head. With
+ * use_separate_critic the critic is a model of its own (rl/critics.ts) with its own AdamW at
+ * critic_learning_rate: the actor's loss is the policy term alone, the critic's the value term.
+ * With reference_kl_enabled, r is shaped per agent as r − β·KL_i(y) (reward_shaping, the
+ * reference's) or β·Σ_t k3_t joins the policy term (loss). Multi-turn needs num_generations 1, as
+ * the reference: the TD target reads the one next-turn node.
  */
 import { z } from 'zod';
-import { add, clamp, scale, square, sub, weightedSum } from '../../engine/ops.js';
+import { add, clamp, exp, scale, square, sub, weightedSum } from '../../engine/ops.js';
 import { type Tensor, tensor } from '../../engine/tensor.js';
+import { klK3 } from '../advantage.js';
 import type { Algorithm, KeyProblem, LossSample, LossSettings, LossTerms, ScoredNode, ScoredTokens } from './algorithm.js';
 import { MAGRPO_OPTIONS } from './magrpo.js';
 
@@ -28,7 +33,9 @@ export const IAC_OPTIONS = {
   use_separate_critic: z
     .boolean()
     .default(false)
-    .describe("iac: a separate critic model per agent (true, the reference's default; not implemented yet) or a value head on each actor (false)"),
+    .describe(
+      "iac: a separate critic model per agent, a copy of its starting model with a value head and its own AdamW at critic_learning_rate (true, the reference's default; twice the models in memory), or a value head on each actor (false)",
+    ),
   critic_type: z
     .enum(['v', 'q', 'V', 'Q'])
     .default('v')
@@ -48,10 +55,27 @@ export const IAC_OPTIONS = {
     .positive()
     .nullable()
     .default(null)
-    .describe('iac: learning rate of a separate critic (null = agent_learning_rate); the value head trains with its actor at agent_learning_rate'),
+    .describe(
+      "iac, maac: learning rate of the critic model (iac's separate critic, maac's shared one; null = agent_learning_rate, agent 0's for maac); iac's value head trains with its actor at agent_learning_rate",
+    ),
 };
 
-type IacOptions = z.output<z.ZodObject<typeof IAC_OPTIONS>> & { advantage_normalization: boolean };
+/** The reference-model KL keys, shared with the MAGRPO family (CoMLRL's names; β 0.1). */
+export const REFERENCE_KL_OPTIONS = {
+  reference_kl_enabled: MAGRPO_OPTIONS.reference_kl_enabled,
+  reference_kl_coef: MAGRPO_OPTIONS.reference_kl_coef,
+  reference_kl_mode: MAGRPO_OPTIONS.reference_kl_mode,
+};
+
+/** What actor-critic samples read of the config. */
+export interface ActorCriticConfig {
+  discount: number;
+  reference_kl_enabled: boolean;
+  reference_kl_coef: number;
+  reference_kl_mode: 'reward_shaping' | 'loss';
+}
+
+type IacOptions = z.output<z.ZodObject<typeof IAC_OPTIONS>> & { advantage_normalization: boolean } & ActorCriticConfig;
 
 /** Mean of agent `agent`'s rewards over the joint actions in which it played completion `g`. */
 function completionReward(node: ScoredNode, agent: number, g: number): number {
@@ -75,19 +99,28 @@ function nextValue(node: ScoredNode, agent: number, g: number): number | null {
   return child ? (v as number) : null;
 }
 
-/** Agent i's loss samples at a node: one per completion, its raw advantage target − V_old. */
-export function actorCriticSamples(node: ScoredNode, agent: number, discount: number): LossSample[] {
+/**
+ * Agent i's loss samples at a node: one per completion, its raw advantage target − V_old, the
+ * reward KL-shaped per agent (r − β·KL_i, KL the k3 sum over the completion's tokens) with
+ * reference_kl_mode reward_shaping.
+ */
+export function actorCriticSamples(node: ScoredNode, agent: number, c: ActorCriticConfig): LossSample[] {
   const group = node.groups[agent];
+  const shaping = c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping';
   return group.completions.map((x, g) => {
     const v = group.values?.[g];
-    if (v === undefined) throw new Error(`iac: agent ${agent} has no sampling-time value at turn ${node.turn + 1}`);
+    if (v === undefined) throw new Error(`agent ${agent} has no sampling-time value at turn ${node.turn + 1}`);
+    const kl = group.refKl?.[g];
+    if (shaping && kl === undefined) throw new Error(`agent ${agent} has no reference KL at turn ${node.turn + 1}`);
+    const r = completionReward(node, agent, g) - (shaping ? c.reference_kl_coef * (kl as number) : 0);
     const next = nextValue(node, agent, g);
-    const target = completionReward(node, agent, g) + (next === null ? 0 : discount * next);
+    const target = r + (next === null ? 0 : c.discount * next);
     return {
       promptIds: group.promptIds,
       completions: [x.ids],
       advantages: [target - v],
       oldLogprobs: [x.logprobs],
+      ...(group.refLogprobs ? { refLogprobs: [group.refLogprobs[g]] } : {}),
       ...(x.samplerLogprobs ? { samplerLogprobs: [x.samplerLogprobs] } : {}),
       critic: { oldValues: [v], targets: [target] },
     };
@@ -105,21 +138,40 @@ export function normalizeAdvantages(samples: readonly LossSample[]): LossSample[
 
 /**
  * One sample's loss, × `weight`: per completion g (K of them, empty ones included),
- * (−A_g · Σ_t w_t log π(y_g,t) + coef · value error_g) / K, w_t the remote rollouts' per-token weights.
+ * (−A_g · Σ_t w_t log π(y_g,t) + β · Σ_t k3_t + coef · value error_g) / K, w_t the remote
+ * rollouts' per-token weights, the k3 term with reference_kl_mode loss, the value term when the
+ * agent carries a value head (a critic model apart from the actor trains in rl/critics.ts).
  */
 export function actorCriticLoss(lp: ScoredTokens, s: LossSample, settings: LossSettings, weight: number): LossTerms {
-  const critic = settings.critic;
-  if (!critic || !s.critic || !lp.values) throw new Error('iac: a sample without its critic terms or values');
+  const critic = settings.critic ?? null;
+  if (critic && (!s.critic || !lp.values)) throw new Error('actor-critic: a sample without its critic terms or values');
   const K = s.completions.length;
   const R = lp.sequenceOf.length;
   const pos = new Array<number>(K).fill(0);
   const c = new Float64Array(R);
+  const kc = new Float64Array(R);
+  const refFlat = new Float64Array(R);
   for (let t = 0; t < R; t++) {
     const g = lp.sequenceOf[t];
     const k = pos[g]++;
     c[t] = (-s.advantages[g] * (s.tokenWeights?.[g]?.[k] ?? 1) * weight) / K;
+    kc[t] = weight / K;
+    refFlat[t] = s.refLogprobs?.[g]?.[k] ?? 0;
   }
-  let loss: Tensor | null = R > 0 ? weightedSum(lp.tokenLogprobs, c) : null;
+  let loss: Tensor = R > 0 ? weightedSum(lp.tokenLogprobs, c) : tensor([0]);
+  let klSum = 0;
+  let klTokens = 0;
+  if (s.refLogprobs && R > 0) {
+    klSum = klK3(lp.tokenLogprobs.data, refFlat);
+    klTokens = R;
+    if (settings.referenceKl?.mode === 'loss') {
+      // β · Σ_t (exp(d) − d − 1) / K, d = log π_ref − log π: gradient through log π only
+      const d = sub(tensor(refFlat), lp.tokenLogprobs);
+      const kl = add(weightedSum(sub(exp(d), d), kc), tensor([-(weight / K) * R]));
+      loss = add(loss, scale(kl, settings.referenceKl.coef));
+    }
+  }
+  if (!critic || !s.critic || !lp.values) return { loss, clipped: 0, klSum, klTokens };
   let valueLoss = 0;
   for (let g = 0; g < K; g++) {
     const V = lp.values[g];
@@ -133,25 +185,25 @@ export function actorCriticLoss(lp: ScoredTokens, s: LossSample, settings: LossS
       if (clipped.data[0] > err.data[0]) err = clipped;
     }
     valueLoss += err.data[0] / K;
-    const term = scale(err, (critic.valueLossCoef * weight) / K);
-    loss = loss ? add(loss, term) : term;
+    loss = add(loss, scale(err, (critic.valueLossCoef * weight) / K));
   }
-  return { loss: loss as Tensor, clipped: 0, klSum: 0, klTokens: 0, valueLoss };
+  return { loss, clipped: 0, klSum, klTokens, valueLoss };
 }
 
 export const IAC: Algorithm<IacOptions> = {
   name: 'iac',
-  options: { ...IAC_OPTIONS, advantage_normalization: MAGRPO_OPTIONS.advantage_normalization },
+  options: { ...IAC_OPTIONS, advantage_normalization: MAGRPO_OPTIONS.advantage_normalization, ...REFERENCE_KL_OPTIONS },
   // The reference's IACConfig defaults where they differ from the shared keys' (MAGRPOConfig's).
   defaults: () => ({ num_generations: 1, rollout_buffer_size: 8, num_train_epochs: 40 }),
   schedule: 'online',
   check(c) {
     const out: KeyProblem[] = [];
     const no = (path: string[], message: string) => out.push({ path, message });
-    if (c.use_separate_critic)
-      no(['use_separate_critic'], 'a separate critic model is not implemented yet: set use_separate_critic false (a value head on each actor)');
-    if (c.critic_learning_rate !== null)
-      no(['critic_learning_rate'], 'the value head trains with its actor at agent_learning_rate; critic_learning_rate is for a separate critic: leave it null');
+    if (!c.use_separate_critic && c.critic_learning_rate !== null)
+      no(
+        ['critic_learning_rate'],
+        'the value head trains with its actor at agent_learning_rate; critic_learning_rate is for a separate critic (use_separate_critic true): leave it null',
+      );
     if (c.num_turns > 1 && c.num_generations !== 1)
       no(
         ['num_generations'],
@@ -162,9 +214,13 @@ export const IAC: Algorithm<IacOptions> = {
       no(['learner', 'backend'], 'iac trains value heads, which the PyTorch learner does not have yet: use learner.backend local');
     return out;
   },
-  samples: (node, c) => node.groups.map((_, i) => actorCriticSamples(node, i, c.discount)),
+  samples: (node, c) => node.groups.map((_, i) => actorCriticSamples(node, i, c)),
   samplesPerNode: (c) => c.num_generations,
-  critic: (c) => ({ type: c.critic_type, valueClipRange: c.value_clip_range, valueLossCoef: c.value_loss_coef }),
+  critic: (c) => (c.use_separate_critic ? null : { type: c.critic_type, valueClipRange: c.value_clip_range, valueLossCoef: c.value_loss_coef }),
+  criticModel: (c) =>
+    c.use_separate_critic
+      ? { shared: false, type: c.critic_type, valueClipRange: c.value_clip_range, valueLossCoef: c.value_loss_coef, lr: c.critic_learning_rate }
+      : null,
   prepareBatch: (samples, c) => (c.advantage_normalization ? normalizeAdvantages(samples) : [...samples]),
   loss: actorCriticLoss,
 };
