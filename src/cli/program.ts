@@ -11,6 +11,7 @@ import { registerInit } from './init.js';
 import { CLI } from './options.js';
 import { registerPretrain } from './pretrain.js';
 import { registerPull } from './pull.js';
+import { registerRewardModel } from './reward-model.js';
 import { registerSample } from './sample.js';
 import { registerSchema } from './schema.js';
 import { registerServe } from './serve.js';
@@ -66,5 +67,6 @@ any project that installs magrpo; after \`npm install -g magrpo\`, plain \`magrp
   registerBench(program);
   registerDoctor(program);
   registerPretrain(program);
+  registerRewardModel(program);
   return program;
 }

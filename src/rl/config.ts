@@ -219,6 +219,14 @@ export const MagrpoConfigSchema = z
         "(magrpo) log fluency next to the reward: each completion's mean NLL under a frozen copy of the starting model (ref_nll; costs that copy's memory and one forward pass), and for prose tasks word validity, distinct-2 and repetition; warns when they degrade",
       ),
     reward_processor: RewardProcessorSchema.nullable().default(null).describe('scale/shift/clamp applied to every joint reward'),
+    reward_model: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe(
+        '(magrpo; CoMLRL MARLHF) folder of a joint reward model trained by `magrpo reward-model`: training rewards are its scores of each joint action instead of the task reward (reward_processor still applies); evaluation keeps the task reward; online algorithms only (null = the task reward)',
+      ),
     // --- optimisation
     agent_learning_rate: z
       .union([z.number().positive(), z.array(z.number().positive()).min(1)])
@@ -269,6 +277,12 @@ export const MagrpoConfigSchema = z
     }
     const algorithm = algorithmNamed(c.algorithm);
     for (const p of algorithm.check(c)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+    if (c.reward_model !== null && (algorithm.schedule !== 'online' || algorithm.team))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['reward_model'],
+        message: `MARLHF trains an online algorithm with one model per agent on the reward model (magrpo, mareinforce, marloo, maremax, iac…), not ${c.algorithm}`,
+      });
     if (c.num_generations < 2 && !algorithm.critic)
       ctx.addIssue({ code: 'custom', path: ['num_generations'], message: `algorithm ${c.algorithm} needs ≥ 2: its baseline compares the group's completions` });
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);

@@ -22,12 +22,13 @@ import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import type { Algorithm } from './algorithms/algorithm.js';
 import { algorithmNamed } from './algorithms/index.js';
 import { fire, type TrainerCallback } from './callbacks.js';
-import { type Critics, createCritics } from './critics.js';
 import { CHECKPOINT_VERSION, loadCheckpoint, resolveCheckpoint, rollbackLogs, saveCheckpoint, type TrainerState } from './checkpoint.js';
 import { type MagrpoConfig, type MagrpoConfigInput, perAgent, resolveConfig } from './config.js';
+import { type Critics, createCritics } from './critics.js';
 import { evaluate } from './evaluate.js';
 import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency-monitor.js';
 import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
+import { RewardModel, rewardModelTask } from './reward-model.js';
 import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { rolloutSpec } from './sampler.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
@@ -95,6 +96,8 @@ export class MAGRPOTrainer<Item> {
   private readonly rng: Rng;
   private buffers: NodeSample[][];
   private readonly ctx: RolloutContext<Item>;
+  /** What training rollouts read: ctx, rewarded by trainer.reward_model when set (evaluation keeps the task's reward). */
+  private readonly rolloutCtx: RolloutContext<Item>;
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
   private stopRequested = false;
   private readonly fluency: FluencyMonitor;
@@ -128,6 +131,7 @@ export class MAGRPOTrainer<Item> {
     if (c.num_turns > 1 && !opts.task.transition)
       throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);
     if (opts.task.dataset.length === 0) throw new TaskError('dataset', 'the training dataset is empty');
+    const rewardModel = c.reward_model === null ? null : RewardModel.load(c.reward_model);
     this.rng = new Rng(c.seed);
     this.buffers = models.map(() => []);
     this.fluency = new FluencyMonitor(models.length);
@@ -145,6 +149,7 @@ export class MAGRPOTrainer<Item> {
     sinks.push({ log: (envStep, metrics) => this.pendingLogs.push({ envStep, metrics }) });
     this.logger = new MetricsLogger(sinks, c.logging_steps);
     this.ctx = { task: this.task, config: c, agents: this.agents, formatters: formattersFor(this.task, models.length), itemIndex: 0 };
+    this.rolloutCtx = rewardModel ? { ...this.ctx, task: rewardModelTask(this.task, rewardModel, models.length) } : this.ctx;
   }
 
   /** Training items the run rolls out: every item each epoch (online), or each item once (offline). */
@@ -387,7 +392,7 @@ export class MAGRPOTrainer<Item> {
   /** The scored rollout tree of one item, its returns computed; the env step moves past it. */
   private async scoredTree(item: Item, itemIndex: number): Promise<TreeNode> {
     const times = { sampling: 0, reward: 0 };
-    const root = await buildTree({ ...this.ctx, itemIndex }, item, this.envStep, times);
+    const root = await buildTree({ ...this.rolloutCtx, itemIndex }, item, this.envStep, times);
     // Critic models do not change while a tree is built: valuing it afterwards gives V_old.
     this.critics?.attach(root);
     computeReturns(root, this.config.discount);

@@ -59,3 +59,23 @@ export class MAACTrainer<Item> extends MAGRPOTrainer<Item> {
     super(withAlgorithm(o, 'maac', 'MAACTrainer'));
   }
 }
+
+/**
+ * MARLHF (CoMLRL `MARLHFTrainer`): any online algorithm (`algorithm`, the reference's
+ * `rl_algorithm`; magrpo by default) trained on a joint reward model's reward instead of the
+ * task's. The reward model is trained first (`magrpo reward-model`, rl/reward-model.ts) and named
+ * by `reward_model`, which this class requires.
+ */
+export class MARLHFTrainer<Item> extends MAGRPOTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    const rm = (o.config as { reward_model?: unknown } | undefined)?.reward_model;
+    if (typeof rm !== 'string')
+      throw new ConfigError([
+        {
+          path: 'reward_model',
+          message: 'MARLHFTrainer trains on a reward model: set reward_model to the folder `magrpo reward-model` (or trainRewardModel and save) wrote',
+        },
+      ]);
+    super(o);
+  }
+}

@@ -53,6 +53,8 @@ export async function prepareRun(target: string, sets: readonly string[] = []): 
   const numAgents = config.models?.length ?? explicitN ?? env.numAgents;
   const models = config.models ? config.models.map(modelPath) : new Array<string>(numAgents).fill(modelPath(config.model as string));
   const trainer = resolveConfig({ ...config.trainer, num_agents: models.length }, `${file} (trainer)`);
+  // trainer.reward_model is an input path like model:, relative to the config file.
+  if (trainer.reward_model !== null) trainer.reward_model = abs(trainer.reward_model);
   checkChatTemplates(config.env, models, file);
   const options = { ...config.env.options };
   for (const key of (config.env.name && envEntry(config.env.name)?.pathOptions) || [])
