@@ -67,7 +67,7 @@ describe('MARLHF', () => {
     ...over,
   });
 
-  for (const algorithm of ['magrpo', 'maremax'] as const) {
+  for (const algorithm of ['magrpo', 'maremax', 'iac'] as const) {
     it(`${algorithm}: training rewards are the reward model's scores, evaluation the task's`, async () => {
       const rm = RewardModel.load(rmDir);
       const scored: { expected: number; got: number }[] = [];
