@@ -1002,7 +1002,7 @@ static float *elem_f32(Call *c, size_t i, uint32_t j, const char *what, double n
 
 #define DECODE_PER_LAYER 16
 
-/* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits): engine/backend.ts. */
+/* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits[, loraRuns, loraWeights]): model/llama-decode.ts. */
 static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
   Call c;
   if (!call_init(&c, env, info, "llamaDecodeStep", 9)) return NULL;
@@ -1081,8 +1081,51 @@ static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
         fail(&c, true, "positions[%lld] = %d is outside the cos/sin tables of %zu positions", (long long)r, d.pos[r], maxPos);
     }
   }
+  /* Optional: LoRA runs [row0, row1, r, scale] × n (Float64Array) and their weights (Array of
+   * n · L · DECODE_LORA_PROJ · 2 Float32Array or null: A [r, in] then B [out, r]). */
+  LlamaDecodeLora *runs = NULL;
+  const float **ab = NULL;
+  napi_valuetype t9 = napi_undefined;
+  if (!c.failed) napi_typeof(env, c.argv[9], &t9);
+  if (!c.failed && t9 != napi_undefined && t9 != napi_null) {
+    size_t nr = 0;
+    const double *spec = arg_typed(&c, 9, "loraRuns", napi_float64_array, 0, &nr);
+    int64_t n = (int64_t)(nr / 4);
+    uint32_t nab = 0;
+    if (!c.failed && nr % 4) fail(&c, false, "loraRuns must hold 4 numbers per run (row0, row1, r, scale), got %zu", nr);
+    if (!c.failed) napi_get_array_length(env, c.argv[10], &nab);
+    if (!c.failed && nab != (uint32_t)(n * d.L * DECODE_LORA_PROJ * 2))
+      fail(&c, false, "loraWeights must be an Array of %lld entries, got %u", (long long)(n * d.L * DECODE_LORA_PROJ * 2), nab);
+    if (!c.failed && n > 0) {
+      runs = calloc((size_t)n, sizeof *runs);
+      ab = calloc((size_t)nab, sizeof *ab);
+      if (!runs || !ab) fail(&c, false, "out of memory");
+    }
+    /* in and out of each projection, in DECODE_LORA_PROJ order */
+    const int64_t ins[DECODE_LORA_PROJ] = {C, C, C, HD, C, C, F}, outs[DECODE_LORA_PROJ] = {HD, KV, KV, C, F, F, C};
+    for (int64_t s = 0; s < n && !c.failed; s++) {
+      const double *x = spec + 4 * s;
+      if (!(x[0] >= 0 && x[0] < x[1] && x[1] <= (double)d.R && x[0] == floor(x[0]) && x[1] == floor(x[1])))
+        fail(&c, true, "loraRuns run %lld: rows [%g, %g) are not inside [0, %lld)", (long long)s, x[0], x[1], (long long)d.R);
+      else if (!(x[2] >= 1 && x[2] <= 4096 && x[2] == floor(x[2]))) fail(&c, true, "loraRuns run %lld: rank %g is not an integer in [1, 4096]", (long long)s, x[2]);
+      if (c.failed) break;
+      runs[s] = (LlamaDecodeLora){.row0 = (int64_t)x[0], .row1 = (int64_t)x[1], .r = (int64_t)x[2], .scale = (float)x[3], .ab = ab + s * d.L * DECODE_LORA_PROJ * 2};
+      if (runs[s].r > d.maxRank) d.maxRank = runs[s].r;
+      for (int64_t j = 0; j < d.L * DECODE_LORA_PROJ && !c.failed; j++) {
+        int64_t p = j % DECODE_LORA_PROJ, r = runs[s].r;
+        uint32_t at = (uint32_t)((s * d.L * DECODE_LORA_PROJ + j) * 2);
+        ab[at] = elem_f32(&c, 10, at, "LoRA A", (double)(r * ins[p]), true);
+        ab[at + 1] = elem_f32(&c, 10, at + 1, "LoRA B", (double)(outs[p] * r), true);
+        if (!c.failed && (ab[at] == NULL) != (ab[at + 1] == NULL)) fail(&c, true, "LoRA entries %u and %u: A and B must both be given or both null", at, at + 1);
+      }
+    }
+    d.nLora = c.failed ? 0 : n;
+    d.lora = runs;
+  }
   bool ok = !c.failed && llama_decode_step(&d, logits);
   bool oom = !c.failed && !ok;
+  free(runs);
+  free(ab);
   free(layers);
   free(kv);
   if (oom) napi_throw_error(env, "NATIVE_OUT_OF_MEMORY", "native.llamaDecodeStep: out of memory");

@@ -30,21 +30,34 @@ static void add_into(int64_t n, const float *y, float *h) {
 }
 
 /* C = A · Wᵀ + bias, W packed; A is [R, K] dense, C has stride ldc. The bias goes in first and the
- * product adds onto it, as ops.ts's linear does. */
-static void proj(const LlamaDecode *d, int64_t N, int64_t K, const float *A, const float *pack, const float *bias, float *C, int64_t ldc) {
+ * product adds onto it, as ops.ts's linear does. Then each run of rows with a LoRA adapter on this
+ * projection (layer l, projection p of DECODE_LORA_PROJ) adds scale · (A Loraᵀ) Loraᵀ_B, as
+ * ops.ts's linearLowRank does after the base product; `t` is room for R · maxRank floats. */
+static void proj(const LlamaDecode *d, int64_t l, int p, int64_t N, int64_t K, const float *A, const float *pack, const float *bias, float *C,
+                 int64_t ldc, float *t) {
   if (bias)
     for (int64_t r = 0; r < d->R; r++) memcpy(C + r * ldc, bias, (size_t)N * sizeof(float));
   sgemm_prepacked(d->R, N, K, 1.0f, A, K, pack, d->bf16, bias ? 1.0f : 0.0f, C, ldc);
+  for (int64_t s = 0; s < d->nLora; s++) {
+    const LlamaDecodeLora *a = &d->lora[s];
+    const float *La = a->ab[(l * DECODE_LORA_PROJ + p) * 2], *Lb = a->ab[(l * DECODE_LORA_PROJ + p) * 2 + 1];
+    int64_t lo = a->row0 - d->row0, hi = a->row1 - d->row0;
+    if (lo < 0) lo = 0;
+    if (hi > d->R) hi = d->R;
+    if (!La || lo >= hi) continue;
+    gemm_f32(false, true, hi - lo, a->r, K, 1.0, A + lo * K, K, La, K, 0.0, t, a->r);
+    gemm_f32(false, true, hi - lo, N, a->r, a->scale, t, a->r, Lb, a->r, 1.0, C + lo * ldc, ldc);
+  }
 }
 
 /* The step for d->R rows on the calling thread (its kernels may still split their own work). */
 static bool decode_rows(const LlamaDecode *d, float *logits) {
   const int64_t R = d->R, C = d->C, H = d->H, Hkv = d->Hkv, D = d->D, F = d->F, S = d->len + 1;
   const int64_t ldkv = d->Smax * Hkv * D; /* one cache row (sequence) */
-  float *buf = malloc((size_t)(R * (3 * C + 2 * H * D + 2 * F + H * S + 1)) * sizeof(float));
+  float *buf = malloc((size_t)(R * (3 * C + 2 * H * D + 2 * F + H * S + 1 + d->maxRank)) * sizeof(float));
   if (!buf) return false;
   float *h = buf, *x = h + R * C, *y = x + R * C, *q = y + R * C, *att = q + R * H * D, *g = att + R * H * D, *u = g + R * F, *P = u + R * F,
-        *rstd = P + R * H * S;
+        *rstd = P + R * H * S, *t = rstd + R;
 
   embedding_forward(R, C, d->ids, d->embed, h);
   for (int64_t l = 0; l < d->L; l++) {
@@ -53,11 +66,11 @@ static bool decode_rows(const LlamaDecode *d, float *logits) {
     float *krow = kc + d->len * Hkv * D, *vrow = vc + d->len * Hkv * D;
 
     rmsnorm_forward(R, C, h, w->ln1, d->eps, x, rstd);
-    proj(d, H * D, C, x, w->q, w->bq, q, H * D);
+    proj(d, l, 0, H * D, C, x, w->q, w->bq, q, H * D, t);
     RopeSpec rq = {H, D, d->pos, d->cos, d->sin};
     rope_forward(R, &rq, q, q);
-    proj(d, Hkv * D, C, x, w->k, w->bk, krow, ldkv);
-    proj(d, Hkv * D, C, x, w->v, w->bv, vrow, ldkv);
+    proj(d, l, 1, Hkv * D, C, x, w->k, w->bk, krow, ldkv, t);
+    proj(d, l, 2, Hkv * D, C, x, w->v, w->bv, vrow, ldkv, t);
     for (int64_t r = 0; r < R; r++) { /* cache rows are strided: one RoPE row at a time */
       RopeSpec rk = {Hkv, D, d->pos + r, d->cos, d->sin};
       rope_forward(1, &rk, krow + r * ldkv, krow + r * ldkv);
@@ -65,18 +78,20 @@ static bool decode_rows(const LlamaDecode *d, float *logits) {
     AttnSpec a = {.B = R, .T = 1, .S = S, .Smax = d->Smax, .H = H, .Hkv = Hkv, .D = D, .pastLen = d->len,
                   .scale = (float)(1.0 / sqrt((double)D)), .causal = true, .km = d->keyMask, .q = q, .k = kc, .v = vc};
     attention_forward(&a, P, att);
-    proj(d, C, H * D, att, w->o, w->bo, y, C);
+    proj(d, l, 3, C, H * D, att, w->o, w->bo, y, C, t);
     add_into(R * C, y, h);
 
     rmsnorm_forward(R, C, h, w->ln2, d->eps, x, rstd);
-    proj(d, F, C, x, w->gate, w->bgate, g, F);
-    proj(d, F, C, x, w->up, w->bup, u, F);
+    proj(d, l, 4, F, C, x, w->gate, w->bgate, g, F, t);
+    proj(d, l, 5, F, C, x, w->up, w->bup, u, F, t);
     swiglu_forward(R * F, g, u, g);
-    proj(d, C, F, g, w->down, w->bdown, y, C);
+    proj(d, l, 6, C, F, g, w->down, w->bdown, y, C, t);
     add_into(R * C, y, h);
   }
   rmsnorm_forward(R, C, h, d->lnf, d->eps, x, rstd);
-  proj(d, d->V, C, x, d->head, NULL, logits, d->V);
+  LlamaDecode plain = *d; /* the head has no adapter */
+  plain.nLora = 0;
+  proj(&plain, 0, 0, d->V, C, x, d->head, NULL, logits, d->V, t);
   free(buf);
   return true;
 }
@@ -107,6 +122,7 @@ static void decode_slice(int t, int T, void *ctx) {
   for (int64_t l = 0; l < d->L; l++) kv[l] = d->cacheK[l] + r0 * ldkv, kv[d->L + l] = d->cacheV[l] + r0 * ldkv;
   LlamaDecode sub = *d;
   sub.R = r1 - r0;
+  sub.row0 = d->row0 + r0;
   sub.ids += r0;
   sub.pos += r0;
   sub.keyMask += r0 * d->Smax;

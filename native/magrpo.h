@@ -531,8 +531,24 @@ typedef struct {
   const float *bq, *bk, *bv, *bo, *bgate, *bup, *bdown;
 } LlamaDecodeLayer;
 
+/* Projections per layer that may carry a LoRA adapter, in this order: q, k, v, o, gate, up, down. */
+#define DECODE_LORA_PROJ 7
+
+/* The LoRA adapters of a run of rows (one agent's sequences over a base shared by several): per
+ * layer and projection A [r, in] then B [out, r], NULL where that projection has none. The step adds
+ * scale · (x Aᵀ) Bᵀ to those rows' products with the base weight's pack. */
+typedef struct {
+  int64_t row0, row1; /* the rows [row0, row1) of the whole step */
+  int64_t r;
+  float scale; /* alpha / r */
+  const float *const *ab; /* [L · DECODE_LORA_PROJ · 2] */
+} LlamaDecodeLora;
+
 typedef struct {
   int64_t R, L, C, H, Hkv, D, F, V;
+  int64_t row0; /* the first row's index in the whole step (a thread's slice starts past 0) */
+  int64_t nLora, maxRank;
+  const LlamaDecodeLora *lora; /* nLora runs of rows, each with its adapters; none: the packs alone */
   int64_t Smax, len; /* cache rows per sequence; keys already in it (the new one goes to row len) */
   double eps;
   bool bf16; /* the packs hold bf16 */

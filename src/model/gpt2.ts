@@ -71,14 +71,14 @@ export class Gpt2Model extends CausalLM {
     let h = add(embedding(this.param('transformer.wte.weight'), ids, [B, T]), embedding(this.param('transformer.wpe.weight'), positions, [B, T])); // [B, T, C]
     for (let l = 0; l < L; l++) {
       const p = `transformer.h.${l}`;
-      const qkv = this.proj(ln(h, `${p}.ln_1`), `${p}.attn.c_attn`, 'conv1d'); // [B, T, 3C]
+      const qkv = this.proj(ln(h, `${p}.ln_1`), `${p}.attn.c_attn`, 'conv1d', opts.rowAdapters); // [B, T, 3C]
       const q = reshape(sliceLast(qkv, 0, C), [B, T, H, D]);
       const k = reshape(sliceLast(qkv, C, C), [B, T, H, D]);
       const v = reshape(sliceLast(qkv, 2 * C, C), [B, T, H, D]);
       const a = this.selfAttention(l, q, k, v, cache, keyMask, opts.sharedPrompt); // [B, T, H, D]
-      h = add(h, this.proj(reshape(a, [B, T, C]), `${p}.attn.c_proj`, 'conv1d'));
-      const m = gelu(this.proj(ln(h, `${p}.ln_2`), `${p}.mlp.c_fc`, 'conv1d')); // [B, T, F]
-      h = add(h, this.proj(m, `${p}.mlp.c_proj`, 'conv1d'));
+      h = add(h, this.proj(reshape(a, [B, T, C]), `${p}.attn.c_proj`, 'conv1d', opts.rowAdapters));
+      const m = gelu(this.proj(ln(h, `${p}.ln_2`), `${p}.mlp.c_fc`, 'conv1d', opts.rowAdapters)); // [B, T, F]
+      h = add(h, this.proj(m, `${p}.mlp.c_proj`, 'conv1d', opts.rowAdapters));
     }
     if (cache) cache.len += T;
 

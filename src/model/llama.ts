@@ -17,8 +17,8 @@ import { packedWeight } from '../engine/packed.js';
 import { alloc, backend, getDType } from '../engine/runtime.js';
 import { isGradEnabled, Tensor } from '../engine/tensor.js';
 import type { LlamaConfig } from './config.js';
-import { LAYER_WEIGHTS, llamaDecodeStep } from './llama-decode.js';
-import { CausalLM, type ForwardOptions, KVCache, type ParamSpec } from './transformer.js';
+import { type DecodeLoraRun, LAYER_WEIGHTS, LORA_PROJECTIONS, llamaDecodeStep } from './llama-decode.js';
+import { CausalLM, type ForwardOptions, KVCache, type LoraAdapter, type ParamSpec, type RowAdapters } from './transformer.js';
 
 // MAGRPO_FUSED_DECODE=0 keeps decode steps on the layer-by-layer path (A/B benchmarks).
 let fusedDecode = process.env.MAGRPO_FUSED_DECODE !== '0';
@@ -97,15 +97,15 @@ export class LlamaModel extends CausalLM {
     for (let l = 0; l < L; l++) {
       const p = `model.layers.${l}`;
       const x = rmsnorm(h, this.param(`${p}.input_layernorm.weight`), eps);
-      const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`), [B, T, H, D]), positions, tables);
-      const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`), [B, T, Hkv, D]), positions, tables);
-      const v = reshape(this.proj(x, `${p}.self_attn.v_proj`), [B, T, Hkv, D]);
+      const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`, 'linear', opts.rowAdapters), [B, T, H, D]), positions, tables);
+      const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`, 'linear', opts.rowAdapters), [B, T, Hkv, D]), positions, tables);
+      const v = reshape(this.proj(x, `${p}.self_attn.v_proj`, 'linear', opts.rowAdapters), [B, T, Hkv, D]);
       const a = this.selfAttention(l, q, k, v, cache, keyMask, opts.sharedPrompt); // [B, T, H, D]
-      h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`));
+      h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`, 'linear', opts.rowAdapters));
 
       const y = rmsnorm(h, this.param(`${p}.post_attention_layernorm.weight`), eps);
-      const m = swiglu(this.proj(y, `${p}.mlp.gate_proj`), this.proj(y, `${p}.mlp.up_proj`)); // [B, T, F]
-      h = add(h, this.proj(m, `${p}.mlp.down_proj`));
+      const m = swiglu(this.proj(y, `${p}.mlp.gate_proj`, 'linear', opts.rowAdapters), this.proj(y, `${p}.mlp.up_proj`, 'linear', opts.rowAdapters)); // [B, T, F]
+      h = add(h, this.proj(m, `${p}.mlp.down_proj`, 'linear', opts.rowAdapters));
     }
     if (cache) cache.len += T;
 
@@ -131,9 +131,12 @@ export class LlamaModel extends CausalLM {
     if (opts.outputRows && (opts.outputRows.length !== B || opts.outputRows.some((r, i) => r !== i))) return null;
     const { hiddenSize: C, numLayers: L, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const be = backend();
+    // Rows under their own adapters (agents sharing this base): the base packs, and each run's adapters as products of their own.
+    const lora = opts.rowAdapters ? this.decodeLoraRuns(opts.rowAdapters) : [];
+    if (lora === null) return null;
     // A projection's LoRA adapter is folded into its pack: one product per projection, as without one.
     const pack = (name: string, N: number, K: number): FloatArray | null => {
-      const ad = this.lora.get(name.slice(0, -'.weight'.length));
+      const ad = opts.rowAdapters ? undefined : this.lora.get(name.slice(0, -'.weight'.length));
       const delta = ad ? { A: ad.A.data, B: ad.B.data, r: ad.A.shape[0], scale: ad.scale } : null;
       return packedWeight(be, this.param(name).data, true, B, N, K, delta)?.data ?? null;
     };
@@ -174,9 +177,37 @@ export class LlamaModel extends CausalLM {
     const tables = this.ropeTables();
     const dims = Float64Array.of(B, L, C, H, Hkv, D, F, V, cache.maxLen, cache.len, c.rmsNormEps, bf16 ? 1 : 0);
     const logits = new Tensor(alloc(B * V), opts.outputRows ? [B, V] : [B, 1, V]);
-    llamaDecodeStep(be, dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data);
+    llamaDecodeStep(be, [dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data], lora);
     cache.len += 1;
     return logits;
+  }
+
+  /**
+   * The fused step's form of `rows` (llama-decode.ts DecodeLoraRun), or null when it has none: an
+   * adapter outside the layers' seven projections, or a run whose adapters differ in rank or scale.
+   */
+  private decodeLoraRuns(rows: RowAdapters): DecodeLoraRun[] | null {
+    const L = this.config.numLayers;
+    const names = LORA_PROJECTIONS.map((p) => (p === 'q' || p === 'k' || p === 'v' || p === 'o' ? `self_attn.${p}_proj` : `mlp.${p}_proj`));
+    const runs: DecodeLoraRun[] = [];
+    for (const [s, adapters] of rows.adapters.entries()) {
+      if (adapters === null || adapters.size === 0) continue;
+      const first = adapters.values().next().value as LoraAdapter;
+      const [r, scale] = [first.A.shape[0], first.scale];
+      const weights: (FloatArray | null)[] = [];
+      let found = 0;
+      for (let l = 0; l < L; l++) {
+        for (const n of names) {
+          const ad = adapters.get(`model.layers.${l}.${n}`);
+          if (ad && (ad.A.shape[0] !== r || ad.scale !== scale)) return null;
+          if (ad) found++;
+          weights.push(ad?.A.data ?? null, ad?.B.data ?? null);
+        }
+      }
+      if (found !== adapters.size) return null;
+      runs.push({ row0: rows.bounds[s], row1: rows.bounds[s + 1], r, scale, weights });
+    }
+    return runs;
   }
 
   private ropeTables(): RopeTables {

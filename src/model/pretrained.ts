@@ -8,7 +8,7 @@ import { type GenerationDefaults, readGenerationConfig, writeGenerationConfig } 
 import { CheckpointError } from './errors.js';
 import { isGgufFile, loadGgufWeights, readGgufModel } from './gguf-import.js';
 import { loadModel, type SaveDtype, saveModel } from './load.js';
-import { type FinishReason, generate, type SampleOptions } from './sample.js';
+import { type FinishReason, generate, type SampleOptions, type SampleResult } from './sample.js';
 import { type Prompt, TextTokenizer } from './tokenizer.js';
 import type { CausalLM } from './transformer.js';
 
@@ -91,33 +91,96 @@ export class LanguageModel {
    * when any is a list of chat messages, the template's end-of-turn token also ends generation.
    */
   sample(prompts: readonly Prompt[], opts: TextSampleOptions): TextSample[] {
+    const promptIds = this.promptIdsFor(prompts, opts);
+    const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
+    const out = generate(this.model, promptIds, { ...this.generateOptions(prompts, opts), rng, rowRngs: opts.rowRngs });
+    return textSamples(promptIds, out);
+  }
+
+  /**
+   * Samples for several models that share one base (`CausalLM.sharesBaseWith`: agents with LoRA
+   * adapters of their own) in one batch, so each decode step reads the base weights once for every
+   * member's rows, each row under its member's adapters. A member's rows draw from its `rng` (or
+   * its `rowRngs`) as `member.lm.sample(prompts, opts)` alone would, so with the same random
+   * state the tokens are those of sampling each alone, up to the adapters' float rounding (their
+   * own products here, merged into the packed weights there). Answers per member, in order.
+   */
+  static sampleTogether(members: readonly SampleMember[], opts: Omit<TextSampleOptions, 'rng' | 'rowRngs'>): TextSample[][] {
+    if (members.length === 0) return [];
+    const [lead] = members;
+    const stops = (m: SampleMember) => m.lm.generateOptions(m.prompts, opts).stopTokenIds.join(',');
+    for (const [i, m] of members.entries()) {
+      if (!m.lm.model.sharesBaseWith(lead.lm.model)) throw new Error(`sampleTogether: member ${i} does not share member 0's base model`);
+      if (m.lm.tokenizer !== lead.lm.tokenizer) throw new Error(`sampleTogether: member ${i} has a tokenizer of its own; members share member 0's`);
+      if (stops(m) !== stops(lead))
+        throw new Error(`sampleTogether: member ${i}'s prompts stop on other tokens than member 0's (chat and plain prompts mixed)`);
+      if (m.rowRngs && m.rowRngs.length !== m.prompts.length)
+        throw new Error(`sampleTogether: member ${i} has ${m.rowRngs.length} rowRngs for ${m.prompts.length} prompts`);
+    }
+    const ids = members.map((m) => m.lm.promptIdsFor(m.prompts, opts));
+    const out = generate(lead.lm.model, ids.flat(), {
+      ...lead.lm.generateOptions(
+        members.flatMap((m) => m.prompts),
+        opts,
+      ),
+      rowRngs: members.flatMap((m) => m.prompts.map((_, k) => m.rowRngs?.[k] ?? m.rng)),
+      rowAdapters: members.flatMap((m) => m.prompts.map(() => m.lm.model.lora)),
+    });
+    let at = 0;
+    return ids.map((mine) => {
+      const part = {
+        tokens: out.tokens.slice(at, at + mine.length),
+        texts: out.texts.slice(at, at + mine.length),
+        logprobs: out.logprobs.slice(at, at + mine.length),
+        finishReasons: out.finishReasons.slice(at, at + mine.length),
+      };
+      at += mine.length;
+      return textSamples(mine, part);
+    });
+  }
+
+  /** Each prompt's ids (`tokenizer.promptIds`), cut on the left to fit the context when `truncate` is 'left'. */
+  private promptIdsFor(prompts: readonly Prompt[], opts: TextSampleOptions): number[][] {
     const budget = this.model.maxPositions - opts.maxNewTokens;
-    const promptIds = prompts.map((p) => {
+    return prompts.map((p) => {
       const ids = this.tokenizer.promptIds(p);
       if (opts.truncate !== 'left' || ids.length <= budget) return ids;
       const bos = this.tokenizer.bosId !== null && ids[0] === this.tokenizer.bosId ? [ids[0]] : [];
       return [...bos, ...ids.slice(ids.length - (budget - bos.length))];
     });
-    const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
-    const out = generate(this.model, promptIds, {
+  }
+
+  /** What `generate` is told for `prompts`: the knobs of `opts`, the stop ids (with chat prompts the end of turn too) and the decoder. */
+  private generateOptions(prompts: readonly Prompt[], opts: TextSampleOptions) {
+    return {
       maxNewTokens: opts.maxNewTokens,
       temperature: opts.temperature,
       topK: opts.topK,
       topP: opts.topP,
       stopTokenIds: opts.stopAtEos === false ? [] : this.stopIds(prompts.some((p) => typeof p !== 'string')),
       stopStrings: opts.stopStrings,
-      decode: (ids) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
-      rng,
-      rowRngs: opts.rowRngs,
-    });
-    return promptIds.map((ids, i) => ({
-      promptIds: ids,
-      completionIds: out.tokens[i],
-      text: out.texts[i],
-      logprobs: out.logprobs[i],
-      finishReason: out.finishReasons[i],
-    }));
+      decode: (ids: number[]) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
+    };
   }
+}
+
+/** One member of `LanguageModel.sampleTogether`: a model, its prompts and its random source. */
+export interface SampleMember {
+  lm: LanguageModel;
+  prompts: readonly Prompt[];
+  rng: Rng;
+  /** One random source per prompt, instead of `rng`. */
+  rowRngs?: readonly Rng[];
+}
+
+function textSamples(promptIds: number[][], out: SampleResult): TextSample[] {
+  return promptIds.map((ids, i) => ({
+    promptIds: ids,
+    completionIds: out.tokens[i],
+    text: out.texts[i],
+    logprobs: out.logprobs[i],
+    finishReason: out.finishReasons[i],
+  }));
 }
 
 /** The tokenizer of a HF model folder or a GGUF file, without loading weights. */

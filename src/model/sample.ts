@@ -15,7 +15,7 @@ import { phase } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
 import { alloc, backend } from '../engine/runtime.js';
 import { noGrad } from '../engine/tensor.js';
-import type { CausalLM, KVCache } from './transformer.js';
+import type { CausalLM, KVCache, LoraAdapter, RowAdapters } from './transformer.js';
 
 /**
  * The sampling knobs, defined here once for every layer: `LanguageModel.sample` (pretrained.ts),
@@ -41,6 +41,12 @@ export interface SampleOptions {
   /** Random source; a number seeds a fresh one. The same seed gives the same tokens. */
   rng?: Rng | number;
   /**
+   * Per prompt, the LoRA adapters it is sampled with in place of the model's own: agents that
+   * share one base model (`CausalLM.sharedBase`) sample in one batch, each row with its agent's
+   * adapters, reading the base weights once per step for all of them.
+   */
+  rowAdapters?: readonly (ReadonlyMap<string, LoraAdapter> | null)[];
+  /**
    * One random source per prompt, instead of `rng`. Prompts may share one: at each step every
    * still-running row draws once from its own, in row order, so the n rows of a group sharing an
    * Rng draw exactly as a batch of that group alone would (as magrpo serve seeds a request).
@@ -64,13 +70,22 @@ export function sharedPrefill(): boolean {
   return prefillOnce;
 }
 
-/** The distinct prompts of a batch: `first[u]` is the first row holding prompt u, `of[b]` the prompt of row b. */
-export function distinctPrompts(prompts: readonly (readonly number[])[]): { first: number[]; of: Int32Array } {
+/**
+ * The distinct prompts of a batch: `first[u]` is the first row holding prompt u, `of[b]` the prompt
+ * of row b. Rows whose `owners` differ (the agents whose adapters they run under) never share one.
+ */
+export function distinctPrompts(prompts: readonly (readonly number[])[], owners?: readonly unknown[]): { first: number[]; of: Int32Array } {
   const seen = new Map<string, number>();
+  const ownerIds = new Map<unknown, number>();
   const first: number[] = [];
   const of = new Int32Array(prompts.length);
   for (const [b, p] of prompts.entries()) {
-    const key = p.join(',');
+    let owner = 0;
+    if (owners) {
+      owner = ownerIds.get(owners[b]) ?? ownerIds.size;
+      ownerIds.set(owners[b], owner);
+    }
+    const key = `${owner}:${p.join(',')}`;
     let u = seen.get(key);
     if (u === undefined || !prefillOnce) {
       u = first.length;
@@ -133,6 +148,7 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
   if (opts.stopStrings?.length && !opts.decode) throw new Error('stopStrings need a decode function');
   for (const [i, p] of prompts.entries()) if (p.length === 0) throw new Error(`prompt ${i} is empty: sampling needs at least one token`);
   if (opts.rowRngs && opts.rowRngs.length !== B) throw new Error(`rowRngs has ${opts.rowRngs.length} entries for ${B} prompts`);
+  if (opts.rowAdapters && opts.rowAdapters.length !== B) throw new Error(`rowAdapters has ${opts.rowAdapters.length} entries for ${B} prompts`);
   const rng = opts.rng instanceof Rng ? opts.rng : new Rng(opts.rng ?? 0);
   const T = Math.max(...prompts.map((p) => p.length));
   if (T + maxNewTokens > model.maxPositions)
@@ -157,7 +173,7 @@ export function generate(model: CausalLM, prompts: readonly (readonly number[])[
       if (p.finish !== null) finish[p.seq.tag] = p.finish;
     }
   };
-  const requests = prompts.map((prompt, s) => ({ tag: s, prompt, rule, rng: opts.rowRngs?.[s] ?? rng }));
+  const requests = prompts.map((prompt, s) => ({ tag: s, prompt, rule, rng: opts.rowRngs?.[s] ?? rng, adapters: opts.rowAdapters?.[s] }));
 
   // Weights stay fixed for the whole call: decoding products reuse one packing of each (engine/packed.ts).
   const tokens = withPackedWeights(() =>
@@ -202,6 +218,8 @@ export interface DecodeRequest<T> {
   readonly rule: DecodeRule;
   /** Drawn once per token of this sequence, in row order with the other rows of its pick. */
   readonly rng: Rng;
+  /** LoRA adapters in place of the model's own (another agent on the same base model); absent: the model's. */
+  readonly adapters?: ReadonlyMap<string, LoraAdapter> | null;
 }
 
 /** A sequence being decoded. */
@@ -256,14 +274,18 @@ export class Decoder<T> {
     const prompts = requests.map((r) => r.prompt);
     const T = Math.max(...prompts.map((p) => p.length));
     const extra = Math.max(...requests.map((r) => r.rule.maxNewTokens));
-    const { first, of } = distinctPrompts(prompts);
+    const { first, of } = distinctPrompts(
+      prompts,
+      requests.map((r) => r.adapters),
+    );
     const U = first.length;
     const { ids, mask, pos, lastRows } = leftPadded(
       first.map((b) => prompts[b]),
       T,
     );
     const cache = model.createCache(U, T + extra);
-    const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows }).data; // [U, V]
+    const rowAdapters = this.adapterRuns(first.map((b) => requests[b]));
+    const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows, rowAdapters }).data; // [U, V]
     const { picked, keep } = this.pick(fresh, U === fresh.length ? out : repeatRows(out, model.vocabSize, of));
     if (keep.length > 0) {
       if (this.seqs.length === 0) {
@@ -286,7 +308,12 @@ export class Decoder<T> {
     if (R === 0) return [];
     const ids = Int32Array.from(seqs, (s) => s.tokens[s.tokens.length - 1]);
     const positions = Int32Array.from(seqs, (s) => s.prompt.length + s.tokens.length - 1);
-    const logits = this.model.forward(ids, R, 1, { positions, cache: this.cache as KVCache, outputRows: Int32Array.from(seqs, (_, i) => i) }).data;
+    const logits = this.model.forward(ids, R, 1, {
+      positions,
+      cache: this.cache as KVCache,
+      outputRows: Int32Array.from(seqs, (_, i) => i),
+      rowAdapters: this.adapterRuns(seqs),
+    }).data;
     const { picked, keep } = this.pick(seqs, logits);
     this.keepRows(keep);
     return picked;
@@ -303,6 +330,23 @@ export class Decoder<T> {
     this.seqs = [];
     this.cache = null;
     return seqs;
+  }
+
+  /** The runs of rows sharing adapters, for a forward over `rows` (undefined: every row under the model's own). */
+  private adapterRuns(rows: readonly DecodeRequest<T>[]): RowAdapters | undefined {
+    if (rows.every((r) => r.adapters === undefined)) return undefined;
+    const own = this.model.lora.size > 0 ? this.model.lora : null;
+    const bounds = [0];
+    const adapters: (ReadonlyMap<string, LoraAdapter> | null)[] = [];
+    for (const [i, r] of rows.entries()) {
+      const a = r.adapters === undefined ? own : r.adapters;
+      if (adapters.length > 0 && adapters[adapters.length - 1] === a) bounds[bounds.length - 1] = i + 1;
+      else {
+        adapters.push(a);
+        bounds.push(i + 1);
+      }
+    }
+    return { bounds, adapters };
   }
 
   private keepRows(keep: number[]): void {

@@ -7,8 +7,8 @@ import { attention, prefixSharedAttention } from '../engine/attention.js';
 import type { FloatArray } from '../engine/backend.js';
 import { add, linear, linearLowRank, matmul, scale } from '../engine/ops.js';
 import type { Rng } from '../engine/rng.js';
-import { allocPersistent, backend } from '../engine/runtime.js';
-import { noGrad, Tensor } from '../engine/tensor.js';
+import { alloc, allocPersistent, backend } from '../engine/runtime.js';
+import { isGradEnabled, noGrad, Tensor } from '../engine/tensor.js';
 import type { ModelConfig } from './config.js';
 
 /** How a parameter is initialised when a model is created from scratch. */
@@ -42,6 +42,21 @@ export interface ForwardOptions {
    * model/value-head.ts).
    */
   output?: 'logits' | 'hidden';
+  /**
+   * LoRA adapters per run of batch rows, in place of the model's own: several agents that share
+   * this base model decode in one batch, each row with its agent's adapters (model/sample.ts).
+   * Inference only (no gradient).
+   */
+  rowAdapters?: RowAdapters;
+}
+
+/**
+ * Runs of batch rows with their adapters: run s is rows [bounds[s], bounds[s + 1]) with
+ * `adapters[s]` (null: the base weights alone); bounds[S] is the batch size.
+ */
+export interface RowAdapters {
+  bounds: readonly number[];
+  adapters: readonly (ReadonlyMap<string, LoraAdapter> | null)[];
 }
 
 export interface SharedPromptLayout {
@@ -180,6 +195,11 @@ export abstract class CausalLM {
     return twin;
   }
 
+  /** Whether `other` reads this model's parameter tensors (one is the other's `sharedBase`, or both of a third's). */
+  sharesBaseWith(other: CausalLM): boolean {
+    return other.params === this.params;
+  }
+
   /** Whether another model reads these parameter tensors (`sharedBase`): they must not be written. */
   get sharesWeights(): boolean {
     return sharing.has(this);
@@ -200,13 +220,40 @@ export abstract class CausalLM {
    * A named projection. `layout` is 'linear' for HF nn.Linear (W: [out, in], y = x Wᵀ + b) and
    * 'conv1d' for GPT-2's Conv1D (W: [in, out], y = x W + b). Applies the LoRA adapter of `name`.
    */
-  protected proj(x: Tensor, name: string, layout: 'linear' | 'conv1d' = 'linear'): Tensor {
+  protected proj(x: Tensor, name: string, layout: 'linear' | 'conv1d' = 'linear', rows?: RowAdapters): Tensor {
     const W = this.param(`${name}.weight`);
     const b = this.params.get(`${name}.bias`) ?? null;
+    if (rows) return this.projRows(x, W, b, name, layout, rows);
     const ad = this.lora.get(name);
     if (ad && layout === 'linear') return linearLowRank(x, W, b, ad.A, ad.B, ad.scale);
     const y = layout === 'linear' ? linear(x, W, b) : matmul(x, W, false, b);
     return ad ? add(y, scale(linear(linear(x, ad.A), ad.B), ad.scale)) : y;
+  }
+
+  /**
+   * `proj` with each run of rows under its own adapter: the base product for every row, then
+   * y[rows] += scale · (x[rows] Aᵀ) Bᵀ per run, the products linearLowRank makes for one adapter.
+   */
+  private projRows(x: Tensor, W: Tensor, b: Tensor | null, name: string, layout: 'linear' | 'conv1d', rows: RowAdapters): Tensor {
+    if (isGradEnabled()) throw new Error('rowAdapters are for inference: run the forward under noGrad');
+    const y = layout === 'linear' ? linear(x, W, b) : matmul(x, W, false, b);
+    const K = x.shape[x.shape.length - 1];
+    const N = y.shape[y.shape.length - 1];
+    const batch = rows.bounds[rows.bounds.length - 1];
+    const perRow = x.size / K / batch; // tokens per batch row
+    if (!Number.isInteger(perRow)) throw new Error(`rowAdapters cover ${batch} rows; the input has ${x.size / K} tokens`);
+    const be = backend();
+    for (const [s, adapters] of rows.adapters.entries()) {
+      const ad = adapters?.get(name);
+      if (!ad) continue;
+      const r = ad.A.shape[0];
+      const m = (rows.bounds[s + 1] - rows.bounds[s]) * perRow;
+      const first = rows.bounds[s] * perRow;
+      const t = alloc(m * r);
+      be.gemm(false, true, m, r, K, 1, x.data, first * K, K, ad.A.data, 0, K, 0, t, 0, r);
+      be.gemm(false, true, m, N, r, ad.scale, t, 0, r, ad.B.data, 0, r, 1, y.data, first * N, N);
+    }
+    return y;
   }
 
   /**

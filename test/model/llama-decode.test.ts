@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Backend } from '../../src/engine/backend.js';
+import type { Backend, FloatArray } from '../../src/engine/backend.js';
 import { loadNativeBackend, nativeFunction } from '../../src/engine/backends/native.js';
 import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
-import { composeLlamaDecodeStep, type LlamaDecodeArgs } from '../../src/model/llama-decode.js';
+import { composeLlamaDecodeStep, type DecodeLoraRun, type LlamaDecodeArgs } from '../../src/model/llama-decode.js';
 import { prng } from '../helpers/gradcheck.js';
 
 type Step = (...args: LlamaDecodeArgs) => void;
@@ -17,7 +17,8 @@ const nat = loadNativeBackend();
 const found = nativeFunction<Step>('llamaDecodeStep');
 assert.ok(found !== null, 'the native addon has llamaDecodeStep');
 const native: Step = found;
-const composed: Step = (...args) => composeLlamaDecodeStep(ref, ...args);
+const composed: Step = (...args) => composeLlamaDecodeStep(ref, args);
+const nativeWithLora = found as unknown as (...args: [...LlamaDecodeArgs, Float64Array, readonly (FloatArray | null)[]]) => void;
 const rand = prng(20250807);
 
 function uniform(n: number, lo = -1, hi = 1): Float32Array {
@@ -115,6 +116,91 @@ describe('llamaDecodeStep (one decode step in one call)', () => {
       assert.deepEqual(two.logits, one.logits, `threads ${label}`);
       assert.deepEqual(two.cs, one.cs, `threads, caches ${label}`);
     }
+  });
+
+  it('adds each run of rows its own LoRA adapters: native = composed = the packs of W + s·B·A, any thread count', () => {
+    const d = dimsOf(9, 2, 3, false);
+    const m = model(d, true);
+    const [HD, KV] = [d.H * d.D, d.Hkv * d.D];
+    const shapes = [
+      [HD, d.C],
+      [KV, d.C],
+      [KV, d.C],
+      [d.C, HD],
+      [d.F, d.C],
+      [d.F, d.C],
+      [d.C, d.F],
+    ]; // [out, in] per LORA_PROJECTIONS entry
+    const rawIndex = [1, 2, 3, 4, 6, 7, 8]; // the same projections in a layer's weights
+    const adapters = (r: number, skip: number) =>
+      Array.from({ length: d.L }, () => shapes.flatMap(([out, inp], p) => (p === skip ? [null, null] : [uniform(r * inp), uniform(out * r)]))).flat();
+    const runs: DecodeLoraRun[] = [
+      { row0: 0, row1: 4, r: 3, scale: 0.7, weights: adapters(3, 2) }, // v_proj without one
+      { row0: 5, row1: 9, r: 2, scale: 1.5, weights: adapters(2, -1) }, // row 4: the base alone
+    ];
+    const caches = Array.from({ length: 2 * d.L }, () => uniform(d.R * d.Smax * d.Hkv * d.D));
+    const keyMask = new Uint8Array(d.R * d.Smax).fill(1);
+    const ids = ints(d.R, 0, d.V);
+    const positions = ints(d.R, 3, 20);
+    const [cos, sin] = [uniform(20 * (d.D / 2)), uniform(20 * (d.D / 2))];
+    const run = (step: (args: LlamaDecodeArgs) => void, weights: (Float32Array | null)[]) => {
+      const cs = caches.map((c) => c.slice());
+      const logits = new Float32Array(d.R * d.V);
+      step([d.dims, weights, cs, keyMask, ids, positions, cos, sin, logits]);
+      return logits;
+    };
+    const nativeRuns = (args: LlamaDecodeArgs) => {
+      const loraRuns = Float64Array.from(runs.flatMap((a) => [a.row0, a.row1, a.r, a.scale]));
+      nativeWithLora(
+        ...args,
+        loraRuns,
+        runs.flatMap((a) => a.weights),
+      );
+    };
+    const withLora = run(nativeRuns, packed(nat, m, false));
+    const composedLora = run((args) => composeLlamaDecodeStep(ref, args, runs), packed(ref, m, false));
+    assertClose(withLora, composedLora, { rtol: 1e-4, atol: 1e-4 }, 'native against composed');
+    // Each run's rows as a model whose weights have its adapters merged in; row 4 as the base.
+    const merged = (a: DecodeLoraRun | null) => {
+      const raw = m.raw.map((w) => w?.slice() ?? null);
+      if (a)
+        for (let l = 0; l < d.L; l++)
+          for (const [p, [out, inp]] of shapes.entries()) {
+            const [A, B] = [a.weights[(l * 7 + p) * 2], a.weights[(l * 7 + p) * 2 + 1]];
+            if (!A || !B) continue;
+            const W = raw[3 + 16 * l + rawIndex[p]] as Float32Array;
+            for (let o = 0; o < out; o++)
+              for (let i = 0; i < inp; i++) for (let k = 0; k < a.r; k++) W[o * inp + i] += a.scale * B[o * a.r + k] * A[k * inp + i];
+          }
+      return run((args) => composeLlamaDecodeStep(ref, args), packed(ref, { raw, shapes: m.shapes }, false));
+    };
+    const V = d.V;
+    for (const [rows, a] of [
+      [[0, 4], runs[0]],
+      [[4, 5], null],
+      [[5, 9], runs[1]],
+    ] as const) {
+      const want = merged(a);
+      assertClose(withLora.subarray(rows[0] * V, rows[1] * V), want.subarray(rows[0] * V, rows[1] * V), { rtol: 1e-4, atol: 1e-4 }, `rows ${rows}`);
+    }
+    assert.ok(
+      withLora.some((x, i) => Math.abs(x - merged(null)[i]) > 1e-3),
+      'the adapters change the logits',
+    );
+    // Rows split between threads: each slice finds its runs by its offset in the step.
+    const threads = nat.getNumThreads();
+    nat.setNumThreads(1);
+    const one = run(nativeRuns, packed(nat, m, false));
+    nat.setNumThreads(Math.max(2, threads));
+    const two = run(nativeRuns, packed(nat, m, false));
+    nat.setNumThreads(threads);
+    assert.deepEqual(two, one, 'one thread against two');
+    // Bad runs are errors naming the argument.
+    const bad = (runs: Float64Array, weights: (Float32Array | null)[], message: RegExp) =>
+      assert.throws(() => run((args) => nativeWithLora(...args, runs, weights), packed(nat, m, false)), { code: 'NATIVE_BAD_ARGUMENT', message });
+    bad(Float64Array.of(0, 10, 2, 1), adapters(2, -1), /loraRuns run 0: rows \[0, 10\) are not inside \[0, 9\)/);
+    bad(Float64Array.of(0, 4, 2, 1), adapters(2, -1).slice(1), /loraWeights must be an Array of 28 entries, got 27/);
+    bad(Float64Array.of(0, 4, 3, 1), adapters(2, -1), /LoRA A \(element 0\) has 48 elements, needs at least 72/);
   });
 
   it('rejects a short pack, a wrong weight count, a full cache and an id outside the vocabulary', () => {
