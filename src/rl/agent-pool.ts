@@ -125,6 +125,21 @@ export function createAgents(specs: AgentSpec[], mode: 'none' | 'mp'): AgentHand
   return specs.map((s) => new WorkerAgent({ ...s, backend: s.backend ?? backend().name, threads }));
 }
 
+/**
+ * Every agent's `sample` of its own requests: agents of this thread that share a base model
+ * sample in one batch (PolicyAgent.sampleEach), the others (worker threads) concurrently.
+ */
+export async function sampleEach(agents: AgentHandle[], requests: (a: AgentHandle) => SampleRequest[], params: SamplingParams): Promise<SampledGroup[][]> {
+  if (agents.every((a) => a instanceof LocalAgent)) {
+    return PolicyAgent.sampleEach(
+      agents.map((a) => (a as LocalAgent).agent),
+      agents.map(requests),
+      params,
+    );
+  }
+  return forEachAgent(agents, (a) => a.sample(requests(a), params));
+}
+
 /** Runs one task per agent concurrently; results in agent order; the first error after all finish. */
 export async function forEachAgent<T>(agents: AgentHandle[], task: (a: AgentHandle) => Promise<T>): Promise<T[]> {
   const settled = await Promise.allSettled(agents.map(task));

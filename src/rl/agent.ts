@@ -21,7 +21,7 @@ import { ValueHead } from '../model/value-head.js';
 import { klK3 } from './advantage.js';
 import { type Learner, type LearnerSpec, LocalLearner, type LossSample } from './learner.js';
 import { TisStats, tisWeights } from './off-policy.js';
-import { createSampler, type RolloutSpec, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
+import { createSampler, LocalSampler, type RolloutSpec, type SampledPrompt, type SampleRequest, type Sampler, type SamplingParams } from './sampler.js';
 import { TorchLearner, type TorchLearnerSpec } from './torch-learner.js';
 
 export type { LossSample } from './learner.js';
@@ -147,7 +147,25 @@ export class PolicyAgent {
    */
   async sample(requests: SampleRequest[], params: SamplingParams): Promise<SampledGroup[]> {
     await this.syncSampler();
-    const out = await this.sampler.generate(requests, params);
+    return this.groups(requests, await this.sampler.generate(requests, params));
+  }
+
+  /**
+   * `sample` for several agents of this thread at once: in one batch when their models share a
+   * base (LocalSampler.generateTogether), else each through its own sampler. Per agent, in order.
+   */
+  static async sampleEach(agents: readonly PolicyAgent[], requests: readonly SampleRequest[][], params: SamplingParams): Promise<SampledGroup[][]> {
+    const together = LocalSampler.generateTogether(
+      agents.map((a) => a.sampler),
+      requests,
+      params,
+    );
+    if (together === null) return Promise.all(agents.map((a, i) => a.sample(requests[i], params)));
+    return agents.map((a, i) => a.groups(requests[i], together[i]));
+  }
+
+  /** The sampler's answers as groups, with what the learner needs of each: learner log-probs of remote samples, reference, values. */
+  private groups(requests: readonly SampleRequest[], out: readonly SampledPrompt[]): SampledGroup[] {
     return out.map((o, k) => {
       const g: SampledGroup = { prompt: requests[k].prompt, promptIds: o.promptIds, completions: o.completions };
       if (this.sampler.kind !== 'local') this.rescore(g);

@@ -10,7 +10,7 @@
 
 import { mean } from './advantage.js';
 import type { SampledGroup } from './agent.js';
-import { forEachAgent } from './agent-pool.js';
+import { sampleEach } from './agent-pool.js';
 import { type GroupFluency, groupFluency, meanFluency } from './fluency-monitor.js';
 import { callTransition, computeReward, formatPrompt, type RolloutContext, samplingParams, type TaskContext } from './rollout.js';
 import { type EvalEpisode, type Prompt, promptText } from './task.js';
@@ -69,12 +69,7 @@ export async function evaluate<Item>(
   const params = samplingParams(config, config.eval_sampling === 'greedy');
   const fluency: GroupFluency[][] = ctx.agents.map(() => []);
   const episodes = await runEpisodes(ctx, specs, config.num_turns, async (prompts) => {
-    const sampled = await forEachAgent(ctx.agents, (a) =>
-      a.sample(
-        prompts.map((p) => ({ prompt: p[a.index], n: 1 })),
-        params,
-      ),
-    );
+    const sampled = await sampleEach(ctx.agents, (a) => prompts.map((p) => ({ prompt: p[a.index], n: 1 })), params);
     if (config.fluency_metrics)
       sampled.forEach((groups: SampledGroup[], i) => {
         for (const g of groups) fluency[i].push(groupFluency(g, ctx.task.outputKind !== 'code'));

@@ -10,7 +10,7 @@
 
 import { jointIndices, jointReturns, mean } from './advantage.js';
 import type { SampledGroup, SamplingParams } from './agent.js';
-import { type AgentHandle, forEachAgent } from './agent-pool.js';
+import { type AgentHandle, sampleEach } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
 import { type Formatter, isPrompt, type Prompt, promptText, type RewardInput, type Task, TaskError } from './task.js';
 import { watched } from './watchdog.js';
@@ -188,12 +188,7 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
 async function sampleLevel<Item>(ctx: RolloutContext<Item>, _item: Item, nodes: TreeNode[]): Promise<void> {
   const G = ctx.config.num_generations;
   const params = samplingParams(ctx.config);
-  const results = await forEachAgent(ctx.agents, (a) =>
-    a.sample(
-      nodes.map((n) => ({ prompt: n.groups[a.index].prompt, n: G })),
-      params,
-    ),
-  );
+  const results = await sampleEach(ctx.agents, (a) => nodes.map((n) => ({ prompt: n.groups[a.index].prompt, n: G })), params);
   for (const [i, groups] of results.entries()) for (const [k, node] of nodes.entries()) node.groups[i] = groups[k];
 }
 

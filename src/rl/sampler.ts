@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../engine/rng.js';
-import type { LanguageModel } from '../model/pretrained.js';
+import { LanguageModel, type TextSample } from '../model/pretrained.js';
 import type { SamplingParams } from '../model/sample.js';
 import type { Prompt } from '../model/tokenizer.js';
 import { OpenAISampler, requestSeeds } from '../rollout/openai.js';
@@ -80,11 +80,43 @@ export class LocalSampler implements Sampler {
   ) {}
 
   async generate(requests: readonly SampleRequest[], params: SamplingParams): Promise<SampledPrompt[]> {
-    const flat = requests.flatMap((r) => new Array<Prompt>(r.n).fill(r.prompt));
+    const { prompts, rowRngs } = this.rows(requests);
+    return this.answers(requests, this.lm.sample(prompts, { ...params, rng: this.rng, rowRngs }));
+  }
+
+  /**
+   * The samples of several local samplers whose models share one base, in one batch
+   * (`LanguageModel.sampleTogether`): each sampler's rows draw from its own random state as its
+   * `generate` would. Null when they cannot (no shared base, another tokenizer, a replaced
+   * `lm.sample`, or the MAGRPO_TEAM_DECODE=0 switch): then each samples alone.
+   */
+  static generateTogether(samplers: readonly Sampler[], requests: readonly (readonly SampleRequest[])[], params: SamplingParams): SampledPrompt[][] | null {
+    if (!teamDecode || samplers.length < 2) return null;
+    const local = samplers.filter((s): s is LocalSampler => s instanceof LocalSampler);
+    const [lead] = local;
+    const together =
+      local.length === samplers.length &&
+      local.every((s) => s.lm.sample === LanguageModel.prototype.sample && s.lm.tokenizer === lead.lm.tokenizer && s.lm.model.sharesBaseWith(lead.lm.model));
+    if (!together) return null;
+    const rows = local.map((s, i) => s.rows(requests[i]));
+    const out = LanguageModel.sampleTogether(
+      local.map((s, i) => ({ lm: s.lm, prompts: rows[i].prompts, rng: s.rng, rowRngs: rows[i].rowRngs })),
+      params,
+    );
+    return local.map((s, i) => s.answers(requests[i], out[i]));
+  }
+
+  /** The batch rows of `requests` (each prompt `n` times) and, with `seedPerRequest`, each row's random source. */
+  private rows(requests: readonly SampleRequest[]): { prompts: Prompt[]; rowRngs?: Rng[] } {
+    const prompts = requests.flatMap((r) => new Array<Prompt>(r.n).fill(r.prompt));
     const rowRngs = this.seedPerRequest
       ? requestSeeds(this.rng, requests.length).flatMap((seed, k) => new Array<Rng>(requests[k].n).fill(new Rng(seed)))
       : undefined;
-    const out = this.lm.sample(flat, { ...params, rng: this.rng, rowRngs });
+    return { prompts, rowRngs };
+  }
+
+  /** The rows' samples as answers per request. */
+  private answers(requests: readonly SampleRequest[], out: readonly TextSample[]): SampledPrompt[] {
     const answers: SampledPrompt[] = [];
     let i = 0;
     for (const r of requests) {
@@ -97,6 +129,14 @@ export class LocalSampler implements Sampler {
     }
     return answers;
   }
+}
+
+// MAGRPO_TEAM_DECODE=0 has agents on one base model sample one after another (A/B benchmarks).
+let teamDecode = process.env.MAGRPO_TEAM_DECODE !== '0';
+
+/** Turns sampling agents that share a base model in one batch off or on again, for comparisons and tests. */
+export function setTeamDecode(on: boolean): void {
+  teamDecode = on;
 }
 
 /** The sampler a rollout spec asks for (none or backend local: in-process). */

@@ -14,8 +14,10 @@ import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { groupLogprobs, sequenceSums } from '../../src/model/logprobs.js';
 import { applyLora, mergeLora } from '../../src/model/lora.js';
+import { LanguageModel } from '../../src/model/pretrained.js';
 import type { CausalLM } from '../../src/model/transformer.js';
 import { type LossSample, PolicyAgent } from '../../src/rl/agent.js';
+import { setTeamDecode } from '../../src/rl/sampler.js';
 import { agentSpec } from '../helpers/agent-spec.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -52,6 +54,60 @@ describe('agents sharing a frozen base model', () => {
     const g = await a.sample([{ prompt: 'a b', n: 2 }], { maxNewTokens: 3, temperature: 1, topP: 1, topK: 0, stopStrings: [] });
     assert.ok(g[0].refNll !== undefined, 'the reference scored the samples');
     for (const p of a.lm.model.params.values()) assert.equal(p.requiresGrad, false);
+  });
+
+  it('sample in one batch (PolicyAgent.sampleEach): the samples of sampling one after another', async () => {
+    const pair = async () => {
+      const agents = [0, 1].map((i) => new PolicyAgent(agentSpec(dir, { index: i, seed: 1 + i, lora, lr: 0.05, trackReference: true })));
+      // Different adapters: each agent steps on its own advantages.
+      const sample = (sign: number): LossSample => ({ promptIds: prompt, completions, advantages: [sign, -sign, 0.5], oldLogprobs: completions.map(() => []) });
+      for (const [i, a] of agents.entries()) await a.update([[sample(i === 0 ? 1 : -1)]]);
+      return agents;
+    };
+    const requests = [
+      [
+        { prompt: 'a b', n: 2 },
+        { prompt: 'c', n: 2 },
+      ],
+      [
+        { prompt: 'a b', n: 2 },
+        { prompt: 'd e f', n: 2 },
+      ],
+    ];
+    const params = { maxNewTokens: 6, temperature: 1, topP: 1, topK: 0, stopStrings: [] };
+    const batched = LanguageModel.sampleTogether;
+    const run = async (together: boolean) => {
+      setTeamDecode(together);
+      let batches = 0;
+      LanguageModel.sampleTogether = (...args) => {
+        batches++;
+        return batched(...args);
+      };
+      try {
+        const groups = await PolicyAgent.sampleEach(await pair(), requests, params);
+        return { groups, batches };
+      } finally {
+        LanguageModel.sampleTogether = batched;
+        setTeamDecode(true);
+      }
+    };
+    const [one, apart] = [await run(true), await run(false)];
+    assert.deepEqual([one.batches, apart.batches], [1, 0], 'one batch for both agents; none when turned off');
+    for (const [i, groups] of apart.groups.entries()) {
+      for (const [k, g] of groups.entries()) {
+        const h = one.groups[i][k];
+        assert.deepEqual(
+          h.completions.map((c) => c.ids),
+          g.completions.map((c) => c.ids),
+          `agent ${i} request ${k}`,
+        );
+        for (const [j, c] of g.completions.entries()) {
+          for (const [t, lp] of c.logprobs.entries()) assert.ok(Math.abs(h.completions[j].logprobs[t] - lp) < 1e-4);
+          assert.deepEqual(h.refLogprobs?.[j], g.refLogprobs?.[j], 'the reference scores the same tokens alike');
+        }
+      }
+    }
+    assert.notDeepEqual(one.groups[0][0].completions[0].logprobs, one.groups[1][0].completions[0].logprobs, 'each agent under its own adapters');
   });
 
   it('a model with trainable weights is not shared; a shared one refuses mergeLora', () => {
