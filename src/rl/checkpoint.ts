@@ -12,6 +12,7 @@ import type { RngState } from '../engine/rng.js';
 import { writeFileAtomic } from '../model/atomic-write.js';
 import type { AgentHandle } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
+import type { IterativeState } from './iterative-preference.js';
 
 export const CHECKPOINT_VERSION = 1;
 const STATE_FILE = 'trainer_state.json';
@@ -42,6 +43,8 @@ export interface TrainerState<Sample> {
   unbuffered: Sample[];
   /** Items skipped since the last log entry. */
   skipped: number;
+  /** Iterative runs (rl/iterative.ts): iterations done, every iteration's pairs, the drift probe; absent otherwise. */
+  iterative?: IterativeState;
 }
 
 /** Every field of trainer_state.json: a resume restores each one, so a state without one cannot resume exactly. */
@@ -59,7 +62,7 @@ const STATE_FIELDS = Object.keys({
   uniformItems: 0,
   unbuffered: 0,
   skipped: 0,
-} satisfies Record<keyof TrainerState<unknown>, 0>);
+} satisfies Record<Exclude<keyof TrainerState<unknown>, 'iterative'>, 0>);
 
 /** A checkpoint that could not be written or read; names the folder and says what survives. */
 export class CheckpointWriteError extends Error {

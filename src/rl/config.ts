@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { type JointMode, jointActionsPerNode } from './advantage.js';
 import { ALGORITHM_NAMES, ALGORITHM_OPTIONS, ALGORITHMS, algorithmNamed, ownersOf } from './algorithms/index.js';
 import { MAX_PPO_EPOCHS } from './algorithms/magrpo.js';
+import { IterativeSchema, iterativeProblems } from './iterative-preference.js';
 import { applyTrlNames, type TrlConfigNames, type TrlRewrite, trlNote, withTrlNames } from './trl-names.js';
 
 /** Metric destinations of `report_to`. */
@@ -227,6 +228,11 @@ export const MagrpoConfigSchema = z
       .describe(
         '(magrpo; CoMLRL MARLHF) folder of a joint reward model trained by `magrpo reward-model`: training rewards are its scores of each joint action instead of the task reward (reward_processor still applies); evaluation keeps the task reward; online algorithms only (null = the task reward)',
       ),
+    iterative: IterativeSchema.nullable()
+      .default(null)
+      .describe(
+        "(CoMLRL MADPOIterTrainer / MARLHFIterTrainer) iterations of fresh comparison pairs against a comparator policy, replayed: with algorithm madpo each iteration runs DPO epochs on them (iterative MADPO), with an online algorithm it retrains a reward model on them and runs the algorithm on its reward (iterative MARLHF); {} takes the reference's defaults (null = not iterative)",
+      ),
     // --- optimisation
     agent_learning_rate: z
       .union([z.number().positive(), z.array(z.number().positive()).min(1)])
@@ -283,6 +289,7 @@ export const MagrpoConfigSchema = z
         path: ['reward_model'],
         message: `MARLHF trains an online algorithm with one model per agent on the reward model (magrpo, mareinforce, marloo, maremax, iac…), not ${c.algorithm}`,
       });
+    if (c.iterative !== null) for (const p of iterativeConfigProblems(c, algorithm)) ctx.addIssue({ code: 'custom', ...p });
     if (c.num_generations < 2 && !algorithm.critic)
       ctx.addIssue({ code: 'custom', path: ['num_generations'], message: `algorithm ${c.algorithm} needs ≥ 2: its baseline compares the group's completions` });
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
@@ -372,6 +379,24 @@ export class ConfigError extends Error {
   }
 }
 
+/** What an iterative run (trainer.iterative set) refuses besides the section's own problems. */
+function iterativeConfigProblems(c: MagrpoConfig, algorithm: ReturnType<typeof algorithmNamed>): { path: string[]; message: string }[] {
+  const out = iterativeProblems(c.iterative as NonNullable<MagrpoConfig['iterative']>);
+  const no = (key: string, message: string) => out.push({ path: [key], message });
+  if (c.algorithm !== 'madpo' && (algorithm.schedule !== 'online' || algorithm.team))
+    no('iterative', `iterative runs are MADPO (algorithm madpo) or MARLHF (an online algorithm with one model per agent), not ${c.algorithm}`);
+  if (c.num_turns !== 1) no('num_turns', 'iterative runs are single-turn (num_turns 1)');
+  if (c.reward_model !== null) no('reward_model', 'iterative MARLHF trains its reward model every iteration (iterative.reward_*): leave reward_model null');
+  if (c.lr_scheduler !== 'constant') no('lr_scheduler', 'an iterative run knows its optimizer steps only as pairs are drawn: use lr_scheduler constant');
+  if (c.save_steps !== 0) no('save_steps', 'an iterative run checkpoints after every iteration: leave save_steps 0');
+  if (c.iterative?.comparator_policy === 'history' && c.lora !== null)
+    no('lora', 'comparator_policy history samples from saved snapshots of whole models: use full fine-tuning (lora null)');
+  if (c.algorithm === 'madpo')
+    for (const key of ['preference_num_candidates', 'preference_pairs_per_sample', 'pair_selection'] as const)
+      if (!isDeepStrictEqual(c[key], ALGORITHM_OPTIONS[key].parse(undefined))) no(key, `iterative MADPO reads iterative.${key}; remove it here`);
+  return out;
+}
+
 /** Levenshtein distance, for did-you-mean suggestions on unknown keys. */
 function distance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
@@ -457,6 +482,8 @@ export function readTrainerSection(input: unknown): TrlRewrite {
   // The algorithm's defaults for keys the section leaves unset (an unknown name is the schema's error).
   const name = section.algorithm ?? 'magrpo';
   const preset = typeof name === 'string' && Object.hasOwn(ALGORITHMS, name) ? (algorithmNamed(name).defaults?.(section) ?? {}) : {};
+  // The reference's iterative configs pass fewer epochs per iteration (MADPOIterConfig 1, MARLHFIterConfig 2).
+  if (section.iterative !== undefined && section.iterative !== null) preset.num_train_epochs = name === 'madpo' ? 1 : 2;
   return { ...trl, section: { ...Object.fromEntries(Object.entries(preset).filter(([k]) => !Object.hasOwn(section, k))), ...section } };
 }
 

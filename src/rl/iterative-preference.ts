@@ -10,6 +10,7 @@
  * (selectComparisonPairs). Replay then picks the pairs trained on from the iterations so far
  * (replayWeights, sampleReplay).
  */
+import { z } from 'zod';
 import type { Rng } from '../engine/rng.js';
 import type { Prompt } from './task.js';
 
@@ -19,6 +20,121 @@ export const REPLAY_MODES = ['current', 'nearest_k', 'all_history', 'lambda_deca
 export const COMPARISON_SELECTIONS = ['comparator_reward', 'reward_gap', 'all', 'random'] as const;
 export type ComparisonSelection = (typeof COMPARISON_SELECTIONS)[number];
 export type ReplayMode = (typeof REPLAY_MODES)[number];
+
+/**
+ * `trainer.iterative`: the reference's iterative keys (CoMLRL `_IterativePreferenceConfig`,
+ * MADPOIterConfig, MARLHFIterConfig), with its defaults. Set (even to {}), the run is iterative
+ * MADPO (algorithm madpo) or iterative MARLHF (an online algorithm); null, it is not.
+ */
+export const IterativeSchema = z.strictObject({
+  num_iterations: z.number().int().min(1).default(6).describe('iterations: fresh pairs against the comparator, replay, training'),
+  preference_num_candidates: z.number().int().min(1).max(4096).default(20).describe('C, completions each agent of the team samples per item and iteration'),
+  preference_pairs_per_sample: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .default(4)
+    .describe('comparison pairs kept per item (null = every one; pair_selection all ignores it)'),
+  pair_selection: z
+    .enum(COMPARISON_SELECTIONS)
+    .default('comparator_reward')
+    .describe("which comparisons are kept: the comparator's reward then the gap, the gap, all (candidate order), random"),
+  comparator_policy: z
+    .enum(COMPARATOR_POLICIES)
+    .default('current')
+    .describe(
+      'who the team is compared with: current (the team itself, second draw), current_copy (a frozen copy of the current team), model (comparator_model_name / comparator_agents), history (the team comparator_history_k iterations back), api (an OpenAI-compatible endpoint)',
+    ),
+  comparator_num_candidates: z.number().int().min(1).max(4096).nullable().default(null).describe("C', the comparator's completions per item (null = C)"),
+  comparator_model_name: z.string().min(1).nullable().default(null).describe('model: one model folder for every agent'),
+  comparator_agents: z.array(z.string().min(1)).min(1).nullable().default(null).describe('model: one model folder per agent'),
+  comparator_history_k: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe('history: the team as it was this many iterations back (null = 1, the previous iteration; before the first: the starting team)'),
+  comparator_api_url: z
+    .string()
+    .url()
+    .nullable()
+    .default(null)
+    .describe('api: the URL requests are POSTed to (magrpo serve: http://host:port/v1/chat/completions)'),
+  comparator_api_format: z
+    .enum(['generic', 'openai_chat', 'openai_completions'])
+    .default('generic')
+    .describe("api: openai_chat (messages), openai_completions (prompt) or generic (the reference's own payload and response_field)"),
+  comparator_api_model: z.string().nullable().default(null).describe('api: the "model" field of each request (null = none)'),
+  comparator_api_max_n_per_request: z.number().int().min(1).nullable().default(null).describe('api: most completions per request (null = all in one)'),
+  comparator_api_timeout: z.number().positive().default(120).describe('api: seconds one request may take'),
+  comparator_api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+    .nullable()
+    .default(null)
+    .describe('api: environment variable holding the key, sent as "Authorization: Bearer" (null = none)'),
+  comparator_api_response_field: z.string().min(1).default('completions').describe('api generic: dotted path of the completions list in the answer'),
+  comparator_api_extra_body: z.record(z.string(), z.unknown()).nullable().default(null).describe('api: fields merged into every request body'),
+  preference_replay_mode: z
+    .enum(REPLAY_MODES)
+    .default('current')
+    .describe("which iterations' pairs are trained on: current, nearest_k (the last k), all_history, lambda_decay (weights (1 − λ)λ^age)"),
+  preference_replay_k: z.number().int().min(1).nullable().default(null).describe('nearest_k: k (required there, null elsewhere)'),
+  preference_replay_lambda: z.number().min(0).max(1).nullable().default(null).describe('lambda_decay: λ (required there, null elsewhere)'),
+  preference_replay_sample_size: z
+    .number()
+    .int()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe("pairs drawn from the replay per iteration (null = the iteration's own count); not with replay mode current"),
+  preference_scoring_reward: z
+    .enum(['task', 'reward_model'])
+    .default('task')
+    .describe("iterative MARLHF: what labels the candidates: the task's reward, or the previous iteration's reward model (the task's in the first)"),
+  reward_model_name: z.string().min(1).nullable().default(null).describe("iterative MARLHF: the reward model's base model folder (null = agent 0's model)"),
+  reward_learning_rate: z.number().positive().default(1e-5).describe('iterative MARLHF: AdamW learning rate of the reward model'),
+  reward_num_train_epochs: z
+    .number()
+    .int()
+    .min(1)
+    .default(2)
+    .describe("iterative MARLHF: passes over the iteration's pairs, reward model trained afresh each iteration"),
+  reward_train_batch_size: z.number().int().min(1).default(1).describe('iterative MARLHF: pairs per reward-model step'),
+  reward_max_length: z.number().int().min(1).nullable().default(null).describe('iterative MARLHF: tokens of a joint text kept (null = all)'),
+  reward_freeze_backbone: z.boolean().default(false).describe("iterative MARLHF: train only the reward model's head"),
+  drift_probe_items: z
+    .number()
+    .int()
+    .min(0)
+    .default(4)
+    .describe("(magrpo) drift: the first iteration's candidates of this many items are re-scored after every iteration (0 = off)"),
+});
+export type IterativeOptions = z.output<typeof IterativeSchema>;
+
+/** What `trainer.iterative` refuses, by key under it (rl/config.ts reports them). */
+export function iterativeProblems(it: IterativeOptions): { path: string[]; message: string }[] {
+  const out: { path: string[]; message: string }[] = [];
+  const no = (key: string, message: string) => out.push({ path: ['iterative', key], message });
+  const p = it.comparator_policy;
+  if (p === 'model' && it.comparator_model_name === null && it.comparator_agents === null)
+    no('comparator_policy', 'comparator_policy model needs comparator_model_name or comparator_agents');
+  if (p !== 'model' && (it.comparator_model_name !== null || it.comparator_agents !== null))
+    no(it.comparator_agents !== null ? 'comparator_agents' : 'comparator_model_name', 'only read with comparator_policy model');
+  if (p !== 'history' && it.comparator_history_k !== null) no('comparator_history_k', 'only read with comparator_policy history');
+  if (p === 'api' && it.comparator_api_url === null) no('comparator_api_url', 'comparator_policy api needs the URL of an OpenAI-compatible endpoint');
+  const m = it.preference_replay_mode;
+  if (m === 'nearest_k' && it.preference_replay_k === null) no('preference_replay_k', 'preference_replay_mode nearest_k needs k');
+  if (m !== 'nearest_k' && it.preference_replay_k !== null && !(m === 'current' && it.preference_replay_k === 1))
+    no('preference_replay_k', 'only read with preference_replay_mode nearest_k');
+  if (m === 'lambda_decay' && it.preference_replay_lambda === null) no('preference_replay_lambda', 'preference_replay_mode lambda_decay needs λ');
+  if (m !== 'lambda_decay' && it.preference_replay_lambda !== null) no('preference_replay_lambda', 'only read with preference_replay_mode lambda_decay');
+  if (m === 'current' && it.preference_replay_sample_size !== null)
+    no('preference_replay_sample_size', "replay mode current trains on the iteration's own pairs: set nearest_k, all_history or lambda_decay to draw a sample");
+  return out;
+}
 
 /** One side of a comparison: the team's candidate k or the comparator's. */
 export interface Side {
@@ -197,4 +313,67 @@ function genericCompletions(data: unknown, field: string): string[] {
   for (const part of field.split('.')) v = (v as Record<string, unknown> | null)?.[part];
   if (!Array.isArray(v)) return [];
   return v.flatMap((x) => (typeof x === 'string' ? [x] : typeof x?.text === 'string' ? [x.text] : []));
+}
+
+/**
+ * The pairs one iteration trains on, from every iteration's pairs so far (oldest first, the
+ * current one last; the reference's `_select_iteration_preference_pairs`): replay mode current
+ * takes the current pairs as they are; the others draw preference_replay_sample_size pairs (null:
+ * the current count, or the newest non-empty iteration's when the current one has none).
+ */
+export function replayPairs<T>(store: readonly (readonly T[])[], it: IterativeOptions, rng: Rng): T[] {
+  const current = store.at(-1) ?? [];
+  if (it.preference_replay_mode === 'current') return [...current];
+  const size = it.preference_replay_sample_size ?? (current.length || ([...store].reverse().find((s) => s.length > 0)?.length ?? 0));
+  const weights = replayWeights(it.preference_replay_mode, store.length, { k: it.preference_replay_k, lambda: it.preference_replay_lambda });
+  return sampleReplay(store, weights, size, rng);
+}
+
+/** One comparison as stored for replay: per agent its prompt and the winner's and loser's completion. */
+export interface PairRecord {
+  /** The training item (index in the dataset) the pair came from. */
+  item: number;
+  iteration: number;
+  /** Per agent: the prompt as text (reward model) and as the agent's token ids (DPO). */
+  prompts: string[];
+  promptIds: number[][];
+  /** Per agent: the winner's and the loser's completion, text and the agent's token ids. */
+  chosen: { text: string; ids: number[] }[];
+  rejected: { text: string; ids: number[] }[];
+  /** Joint rewards of the winner and the loser. */
+  rewards: [number, number];
+}
+
+/** A drift probe: per agent, fixed completions re-scored after every iteration. */
+export interface DriftProbe {
+  samples: { promptIds: number[]; completions: number[][] }[][];
+  /** Per agent, per sample, per completion: Σ_t log π under the starting team and the last iteration's. */
+  initial: number[][][];
+  last: number[][][];
+}
+
+/** What an iterative run checkpoints besides the trainer's own state (rl/checkpoint.ts). */
+export interface IterativeState {
+  /** Iterations completed. */
+  iteration: number;
+  /** Every iteration's pairs, oldest first. */
+  store: PairRecord[][];
+  probe: DriftProbe | null;
+}
+
+/**
+ * Drift of one agent between two scorings of the same probe completions: the mean over
+ * completions of the per-token log-ratio (Σ_t log π_new − Σ_t log π_old) / |y| (empty ones
+ * skipped). Under completions drawn from π_old this estimates −KL(π_old ‖ π_new) per token.
+ */
+export function meanLogRatio(lengths: readonly number[], now: readonly number[], before: readonly number[]): number {
+  let sum = 0;
+  let n = 0;
+  lengths.forEach((len, k) => {
+    if (len > 0) {
+      sum += (now[k] - before[k]) / len;
+      n++;
+    }
+  });
+  return n === 0 ? 0 : sum / n;
 }

@@ -91,20 +91,20 @@ export class MAGRPOTrainer<Item> {
   readonly logger: MetricsLogger;
   envStep = 0;
   items = 0;
-  private epoch = 0;
-  private index = 0;
-  private readonly rng: Rng;
-  private buffers: NodeSample[][];
-  private readonly ctx: RolloutContext<Item>;
+  protected epoch = 0;
+  protected index = 0;
+  protected readonly rng: Rng;
+  protected buffers: NodeSample[][];
+  protected readonly ctx: RolloutContext<Item>;
   /** What training rollouts read: ctx, rewarded by trainer.reward_model when set (evaluation keeps the task's reward). */
-  private readonly rolloutCtx: RolloutContext<Item>;
+  protected rolloutCtx: RolloutContext<Item>;
   private readonly timing = { sampling: 0, reward: 0, update: 0, items: 0 };
-  private stopRequested = false;
+  protected stopRequested = false;
   private readonly fluency: FluencyMonitor;
   /** The PyTorch learner this trainer started (learner.backend torch without a url), stopped by close(). */
   private readonly learnerProcess: LearnerProcess | null;
   private readonly learnerSpec: TorchLearnerSpec | undefined;
-  private readonly callbacks: TrainerCallback<Item>[];
+  protected readonly callbacks: TrainerCallback<Item>[];
   /** Entries logged since the callbacks last saw them (sinks are synchronous, callbacks async). */
   private pendingLogs: { envStep: number; metrics: Record<string, number> }[] = [];
   /** Samples left out of the buffers by drop_uniform_groups, logged with the next drain. */
@@ -116,7 +116,7 @@ export class MAGRPOTrainer<Item> {
   /** Offline training: the trainer RNG as the current pass over the samples began (null between passes). */
   private passRng: RngState | null = null;
 
-  constructor(private readonly opts: TrainerOptions<Item>) {
+  constructor(protected readonly opts: TrainerOptions<Item>) {
     this.callbacks = opts.callbacks ?? [];
     const models = resolveModels(opts);
     const explicitN = (opts.config as { num_agents?: number } | undefined)?.num_agents;
@@ -227,6 +227,7 @@ export class MAGRPOTrainer<Item> {
 
   /** The training loop (CoMLRL `train`): epochs × items, evaluation, drains, checkpoints. */
   async train(o: TrainOptions = {}): Promise<{ envStep: number; items: number; eval: Record<string, number> }> {
+    if (this.config.iterative !== null) throw new Error('trainer.iterative is set: train with MADPOIterTrainer / MARLHFIterTrainer (createTrainer picks)');
     if (o.resumeFrom) await this.restore(o.resumeFrom);
     if (this.algorithm.schedule === 'offline') return this.trainOffline(o);
     const c = this.config;
@@ -257,7 +258,7 @@ export class MAGRPOTrainer<Item> {
   }
 
   /** The end of a run: a last evaluation, the final checkpoint (at `pos`) and models, onTrainEnd. */
-  private async finish(lastEval: Record<string, number>, pos: { epoch: number; index: number }) {
+  protected async finish(lastEval: Record<string, number>, pos: { epoch: number; index: number }) {
     const c = this.config;
     if (this.task.evalDataset?.length && c.eval_interval > 0) lastEval = await this.evaluate();
     if (c.output_dir) {
@@ -331,7 +332,7 @@ export class MAGRPOTrainer<Item> {
    * teamBatch sees the team's current log-probs first. Each sample's completions count as that
    * many env steps (a preference pair: its two joint actions, as CoMLRL's environment_steps_per_pair).
    */
-  private async offlineStep(picked: number[]): Promise<void> {
+  protected async offlineStep(picked: number[]): Promise<void> {
     const batch = this.agents.map((a) => picked.map((j) => this.buffers[a.index][j].loss));
     let samples = batch;
     let metrics: Record<string, number> = {};
@@ -351,7 +352,7 @@ export class MAGRPOTrainer<Item> {
   }
 
   /** Hands entries logged since the last call to the callbacks' onLog, in order. */
-  private async flushLogs(): Promise<void> {
+  protected async flushLogs(): Promise<void> {
     const logs = this.pendingLogs;
     this.pendingLogs = [];
     for (const l of logs) await fire(this.callbacks, 'onLog', l);
@@ -362,7 +363,7 @@ export class MAGRPOTrainer<Item> {
     this.stopRequested = true;
   }
 
-  private async stopEarly(lastEval: Record<string, number>) {
+  protected async stopEarly(lastEval: Record<string, number>) {
     if (this.config.output_dir) await this.checkpoint({ epoch: this.epoch, index: this.index });
     await this.flushLogs();
     const result = { envStep: this.envStep, items: this.items, eval: lastEval };
@@ -452,7 +453,7 @@ export class MAGRPOTrainer<Item> {
    * minibatches of train_batch_size, one optimizer step each; ppo_epochs passes. Agents update
    * concurrently in `mp` mode. Logs turn and agent metrics at the largest env step drained.
    */
-  private async drain(agentIds: number[]): Promise<void> {
+  protected async drain(agentIds: number[]): Promise<void> {
     const c = this.config;
     const mbSize = c.train_batch_size ?? c.rollout_buffer_size;
     const drained = agentIds.map((i) => {
@@ -561,7 +562,7 @@ export class MAGRPOTrainer<Item> {
     await forEachAgent(this.withCritics(), (a) => a.save(join(dir, `agent_${a.index}`)));
   }
 
-  private async checkpoint(pos: { epoch: number; index: number }): Promise<string> {
+  protected async checkpoint(pos: { epoch: number; index: number }): Promise<string> {
     const state: Omit<TrainerState<NodeSample>, 'logs'> = {
       version: CHECKPOINT_VERSION,
       epoch: pos.epoch,
@@ -575,13 +576,14 @@ export class MAGRPOTrainer<Item> {
       uniformItems: [...this.uniformItems],
       unbuffered: this.unbuffered,
       skipped: this.skipped,
+      ...this.extraState(),
     };
     const dir = await saveCheckpoint(this.config.output_dir as string, state, this.withCritics(), this.config.save_total_limit);
     await fire(this.callbacks, 'onSave', { dir, items: this.items, envStep: this.envStep });
     return dir;
   }
 
-  private async restore(path: string): Promise<void> {
+  protected async restore(path: string): Promise<void> {
     const s = await loadCheckpoint<NodeSample>(path, this.withCritics());
     if (s.config.num_agents !== this.config.num_agents || s.config.num_generations !== this.config.num_generations) {
       throw new Error(
@@ -592,12 +594,19 @@ export class MAGRPOTrainer<Item> {
     this.uniformItems = new Map(s.uniformItems);
     this.unbuffered = s.unbuffered;
     this.skipped = s.skipped;
+    this.restoreExtra(s);
     this.rng.setState(s.rng);
     this.logger.lastLogged = s.lastLogged;
     // Resuming this run's own checkpoint: entries logged after it are replayed, so cut them.
     const out = this.config.output_dir;
     if (out && !relative(join(out, 'checkpoints'), resolveCheckpoint(path)).startsWith('..')) rollbackLogs(out, s.logs);
   }
+
+  /** What a schedule built on this one adds to its checkpoints (iterative runs: rl/iterative.ts), and reads back. */
+  protected extraState(): Pick<TrainerState<NodeSample>, 'iterative'> {
+    return {};
+  }
+  protected restoreExtra(_s: TrainerState<NodeSample>): void {}
 
   /** The agents as saved and loaded: each with its critic model, if the algorithm has them. */
   private withCritics(): AgentHandle[] {

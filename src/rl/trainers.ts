@@ -6,6 +6,7 @@
  */
 import type { AlgorithmName } from './algorithms/index.js';
 import { ConfigError } from './config.js';
+import { IterativePreferenceTrainer } from './iterative.js';
 import { MAGRPOTrainer, type TrainerOptions } from './trainer.js';
 
 /** The options with `algorithm` set; a config naming another algorithm is an error naming the key. */
@@ -78,4 +79,42 @@ export class MARLHFTrainer<Item> extends MAGRPOTrainer<Item> {
       ]);
     super(o);
   }
+}
+
+/** The options with `iterative` set ({}: the reference's defaults) unless the config sets it. */
+function iterative<Item>(o: TrainerOptions<Item>): TrainerOptions<Item> {
+  const set = (o.config as { iterative?: unknown } | undefined)?.iterative;
+  return set === undefined || set === null ? { ...o, config: { ...o.config, iterative: {} } } : o;
+}
+
+/**
+ * Iterative MADPO (CoMLRL `MADPOIterTrainer`): rounds of fresh comparison pairs against a
+ * comparator policy, replayed, each round DPO epochs on them (rl/iterative.ts). `iterative`
+ * defaults to {} (six iterations against the current team).
+ */
+export class MADPOIterTrainer<Item> extends IterativePreferenceTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    super(iterative(withAlgorithm(o, 'madpo', 'MADPOIterTrainer')));
+  }
+}
+
+/**
+ * Iterative MARLHF (CoMLRL `MARLHFIterTrainer`): rounds of fresh comparison pairs, a reward model
+ * trained afresh on the replayed ones, then the online algorithm (`algorithm`, magrpo by default)
+ * on its reward (rl/iterative.ts).
+ */
+export class MARLHFIterTrainer<Item> extends IterativePreferenceTrainer<Item> {
+  constructor(o: TrainerOptions<Item>) {
+    if ((o.config as { algorithm?: unknown } | undefined)?.algorithm === 'madpo')
+      throw new ConfigError([
+        { path: 'algorithm', message: 'MARLHFIterTrainer runs an online algorithm on its reward model; iterative madpo is MADPOIterTrainer' },
+      ]);
+    super(iterative(o));
+  }
+}
+
+/** The trainer a config asks for: an iterative one when `iterative` is set, else MAGRPOTrainer (any algorithm). */
+export function createTrainer<Item>(o: TrainerOptions<Item>): MAGRPOTrainer<Item> {
+  const set = (o.config as { iterative?: unknown } | undefined)?.iterative;
+  return set === undefined || set === null ? new MAGRPOTrainer(o) : new IterativePreferenceTrainer(o);
 }

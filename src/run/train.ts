@@ -13,7 +13,8 @@ import { LanguageModel } from '../model/pretrained.js';
 import type { TrainerCallback } from '../rl/callbacks.js';
 import { readTrainerState, rollbackLogs } from '../rl/checkpoint.js';
 import type { MetricsSink } from '../rl/metrics.js';
-import { MAGRPOTrainer } from '../rl/trainer.js';
+import type { MAGRPOTrainer } from '../rl/trainer.js';
+import { createTrainer } from '../rl/trainers.js';
 import { sandboxIsolation } from '../sandbox/index.js';
 import { type EvalReport, evaluateMethods, inferenceSampling, loadTeamModels, selectBaselines, trainedTeam } from './evaluate.js';
 import { RunTracker } from './failure-report.js';
@@ -124,7 +125,8 @@ async function run(target: string | undefined, opts: TrainRunOptions, tracker: R
           .join(' ')}`,
       ),
   };
-  const trainer = new MAGRPOTrainer({
+  // An iterative config (trainer.iterative) gets the iterative trainer; any other, MAGRPOTrainer.
+  const trainer = createTrainer({
     task: env.task(split),
     models,
     config: { ...prepared.trainer, output_dir: dir },
