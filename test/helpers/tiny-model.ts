@@ -11,6 +11,19 @@ import { createModel, saveModel } from '../../src/model/load.js';
 
 export const WORDS = ['go', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
 
+/** The HF config of a tiny Llama for sampling tests: GQA (4 heads over 2), tied embeddings, 96 tokens. */
+export const TINY_LLAMA_CONFIG = {
+  model_type: 'llama',
+  vocab_size: 96,
+  hidden_size: 32,
+  intermediate_size: 72,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  max_position_embeddings: 64,
+  tie_word_embeddings: true,
+};
+
 /** ChatML, as SmolLM2-Instruct and Qwen2 write it (without their default system turn). */
 export const CHATML_TEMPLATE =
   "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";

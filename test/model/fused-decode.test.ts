@@ -16,18 +16,9 @@ import { decodeStepCount } from '../../src/model/llama-decode.js';
 import { createModel } from '../../src/model/load.js';
 import { applyLora } from '../../src/model/lora.js';
 import { generate } from '../../src/model/sample.js';
+import { TINY_LLAMA_CONFIG } from '../helpers/tiny-model.js';
 
-const llama = {
-  model_type: 'llama',
-  vocab_size: 96,
-  hidden_size: 32,
-  intermediate_size: 72,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  max_position_embeddings: 64,
-  tie_word_embeddings: true,
-};
+const llama = TINY_LLAMA_CONFIG;
 const qwen2 = { ...llama, model_type: 'qwen2', tie_word_embeddings: false, rope_theta: 1e6 };
 
 function sampleBoth(hf: Record<string, unknown>, rows: number) {

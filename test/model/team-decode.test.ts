@@ -18,18 +18,9 @@ import { LanguageModel } from '../../src/model/pretrained.js';
 import { generate } from '../../src/model/sample.js';
 import type { TextTokenizer } from '../../src/model/tokenizer.js';
 import type { CausalLM } from '../../src/model/transformer.js';
+import { TINY_LLAMA_CONFIG } from '../helpers/tiny-model.js';
 
-const llama = {
-  model_type: 'llama',
-  vocab_size: 96,
-  hidden_size: 32,
-  intermediate_size: 72,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  max_position_embeddings: 64,
-  tie_word_embeddings: true,
-};
+const llama = TINY_LLAMA_CONFIG;
 const gpt2 = { model_type: 'gpt2', vocab_size: 96, n_embd: 32, n_layer: 2, n_head: 4, n_positions: 64 };
 const TARGETS = { llama: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], gpt2: ['c_attn', 'c_proj', 'c_fc'] };
 
