@@ -244,9 +244,9 @@ function stepSection(runs) {
     const s = r.settings;
     const split = r.rows.map((x) => `${x.phase} ${s2(x.kernel_s)} + ${s2(x.outside_s)}`).join('; ');
     p(
-      `- ${name}: \`${r.command}\`${s.shared_prefill === false ? ' with MAGRPO_SHARED_PREFILL=0' : ''}, ${r.date.slice(0, 16).replace('T', ' ')}, ${r.machine.cpu}, ` +
+      `- ${name}: \`${r.command}\`${s.shared_prefill === false ? ' with MAGRPO_SHARED_PREFILL=0' : ''}${s.team_decode === false ? ' with MAGRPO_TEAM_DECODE=0' : ''}, ${r.date.slice(0, 16).replace('T', ' ')}, ${r.machine.cpu}, ` +
         `${s.threads} thread(s), load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}; ${s.model ?? s.shape}, ` +
-        `${(s.params / 1e6).toFixed(1)} M parameters; items ${r.item_s.map(s2).join(', ')} s; ${r.tokens.completion.toFixed(0)} completion tokens per item. ` +
+        `${(s.params / 1e6).toFixed(1)} M parameters; items ${r.item_s.map(s2).join(', ')} s${r.item_cpu_s ? ` (CPU ${r.item_cpu_s.map(s2).join(', ')} s)` : ''}; ${r.tokens.completion.toFixed(0)} completion tokens per item. ` +
         `In kernels + outside (s per item): ${split}.`,
     );
   }

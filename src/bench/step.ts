@@ -104,10 +104,15 @@ export interface StepBenchReport {
   command: string;
   date: string;
   machine: { cpu: string; logical_cpus: number };
-  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number; shared_prefill: boolean };
+  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number; shared_prefill: boolean; team_decode?: boolean };
   load_average: { before: number[]; after: number[] };
   /** Wall seconds of each timed item. */
   item_s: number[];
+  /**
+   * CPU seconds (user + system, all threads) of each timed item: on a machine shared with other
+   * jobs the wall time stretches with the load, the work done much less.
+   */
+  item_cpu_s?: number[];
   step_s: number;
   rows: StepPhaseRow[];
   /** Per item: prompt tokens per agent (mean), completion tokens sampled (all agents). */
@@ -239,13 +244,19 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
       const timedOnly = resetPeakRss();
       const k0 = kernelClock();
       const itemMs: number[] = [];
+      const itemCpuMs: number[] = [];
+      const cpuMs = () => {
+        const u = process.cpuUsage();
+        return (u.user + u.system) / 1000;
+      };
       let promptTokens = 0;
       let completionTokens = 0;
       for (let i = s.warmupItems; i < s.warmupItems + s.items; i++) {
         log(`timed item ${i - s.warmupItems + 1}/${s.items}`);
-        const t0 = performance.now();
+        const [t0, c0] = [performance.now(), cpuMs()];
         const root = await trainer.trainStep(items[i], i);
         itemMs.push(performance.now() - t0);
+        itemCpuMs.push(cpuMs() - c0);
         rewardMeans.push(mean(root.rewards));
         for (const g of root.groups) {
           promptTokens += g.promptIds.length / root.groups.length;
@@ -264,9 +275,11 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
           shape: random ? shapeLabel(s.shape) : 'the given model',
           params,
           shared_prefill: process.env.MAGRPO_SHARED_PREFILL !== '0',
+          team_decode: process.env.MAGRPO_TEAM_DECODE !== '0',
         },
         load_average: { before: loadBefore, after: loadavg() },
         item_s: itemMs.map((ms) => ms / 1000),
+        item_cpu_s: itemCpuMs.map((ms) => ms / 1000),
         step_s: totalMs / 1000 / s.items,
         rows: phaseRows(phases, totalMs, kernelMs, s.items),
         tokens: { prompt: promptTokens / s.items, completion: completionTokens / s.items },
@@ -315,13 +328,13 @@ export function formatStep(r: StepBenchReport): string {
   const lines = [
     `MAGRPO step profile: ${s.model ?? s.shape} (${(s.params / 1e6).toFixed(1)} M parameters), ${s.agents} agents, LoRA r ${s.loraRank} on all seven projections,`,
     `G ${s.group} × ${s.newTokens} new tokens per agent, prompts of ${r.tokens.prompt.toFixed(0)} tokens, rollout_buffer_size ${s.bufferSize}; ${s.threads} thread(s);`,
-    `${s.items} timed item(s) after ${s.warmupItems} warm-up; precision ${s.precision ?? 'fp32'}; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
+    `${s.items} timed item(s) after ${s.warmupItems} warm-up; precision ${s.precision ?? 'fp32'}; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; agents decode ${s.team_decode === false ? 'one after another (MAGRPO_TEAM_DECODE=0)' : 'together'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
     '',
     '| phase | calls | s / item | share | in kernels s | outside kernels s |',
     '| --- | --- | --- | --- | --- | --- |',
     ...r.rows.map((x) => `| ${x.phase} | ${x.calls} | ${f(x.s)} | ${(100 * x.share).toFixed(1)}% | ${f(x.kernel_s)} | ${f(x.outside_s)} |`),
     '',
-    `items: ${r.item_s.map(f).join(', ')} s; completion tokens per item ${r.tokens.completion.toFixed(0)}; peak RSS ${r.peak_rss_mb === null ? 'unknown' : `${r.peak_rss_mb.toFixed(0)} MB`}${r.peak_rss_timed_only ? ' (timed items)' : ' (whole process)'}`,
+    `items: ${r.item_s.map(f).join(', ')} s${r.item_cpu_s ? ` (CPU ${r.item_cpu_s.map(f).join(', ')} s)` : ''}; completion tokens per item ${r.tokens.completion.toFixed(0)}; peak RSS ${r.peak_rss_mb === null ? 'unknown' : `${r.peak_rss_mb.toFixed(0)} MB`}${r.peak_rss_timed_only ? ' (timed items)' : ' (whole process)'}`,
   ];
   return `${lines.join('\n')}\n`;
 }

@@ -41,8 +41,9 @@ describe('bench --step', () => {
     const phases = r.rows.map((x) => x.phase);
     assert.deepEqual(phases, [...STEP_PHASES.filter((p) => p !== 'score/rescore'), 'other', 'step']);
     const byName = Object.fromEntries(r.rows.map((x) => [x.phase, x]));
-    // Per item, 2 agents: one prefill (the G copies share it) and one decode call each; one update every second item.
-    assert.equal(byName['sample/prefill'].calls, 2 * 2);
+    // Per item one prefill (the G copies share it) and one decode call for both agents (they share
+    // their base model: one batch); one update every second item.
+    assert.equal(byName['sample/prefill'].calls, 2);
     assert.equal(byName['update/optimizer'].calls, 2);
     for (const x of r.rows.filter((y) => y.phase !== 'other')) {
       assert.ok(x.s > 0 && x.kernel_s > 0 && x.kernel_s <= x.s + 1e-9, `${x.phase}: ${x.kernel_s} s of ${x.s} s in kernels`);
@@ -51,14 +52,17 @@ describe('bench --step', () => {
     const parts = r.rows.filter((x) => x.phase !== 'step').reduce((a, x) => a + x.s, 0);
     assert.ok(Math.abs(parts - r.step_s) < 1e-9, `${parts} against ${r.step_s}`);
     assert.equal(r.item_s.length, 2);
+    assert.equal(r.item_cpu_s?.length, 2);
+    assert.ok((r.item_cpu_s ?? []).every((x) => x > 0));
     assert.equal(r.tokens.prompt, 12);
     assert.ok(r.tokens.completion > 0 && r.tokens.completion <= 2 * 2 * 4);
-    assert.ok(r.settings.params > 4000 && r.settings.shared_prefill);
+    assert.ok(r.settings.params > 4000 && r.settings.shared_prefill && r.settings.team_decode);
     if (process.platform === 'linux') assert.ok((r.peak_rss_mb ?? 0) > 10);
     const text = formatStep(r);
     assert.match(text, /2 agents, LoRA r 2 on all seven projections/);
     assert.match(text, /G 2 × 4 new tokens per agent, prompts of 12 tokens, rollout_buffer_size 2/);
-    assert.match(text, /^\| sample\/decode \| 4 \| /m);
+    assert.match(text, /^\| sample\/decode \| 2 \| /m);
+    assert.match(text, /agents decode together/);
     assert.match(text, /peak RSS \d+ MB/);
   });
 });
