@@ -1,12 +1,13 @@
 /**
  * The trainer: one loop for every algorithm of rl/algorithms/ (`trainer.algorithm`; MAGRPO,
  * arXiv 2508.04652, by default; CoMLRL `MAGRPOTrainer.train`, comlrl/trainers/reinforce/magrpo.py).
- * Online (the MAGRPO family), per training item:
+ * Online (the MAGRPO family), per training item (docs/algorithms.md "The rollout tree, returns and
+ * buffers"; the samples' returns, KL shaping and advantages: "The update, equation by equation"):
  *
- *   tree    = buildTree(item)                      rollout.ts  (§1.3–1.5)
- *   R       = computeReturns(tree, γ)              rollout.ts  (§1.5)
- *   samples = nodeSamples(tree)                    per agent i, node n: the algorithm's samples (§1.5, §1.7, §1.8)
- *   for each env step s (ascending): buffers += samples at s; drain full buffers   (§1.9)
+ *   tree    = buildTree(item)                      rollout.ts
+ *   R       = computeReturns(tree, γ)              rollout.ts
+ *   samples = nodeSamples(tree)                    per agent i, node n: the algorithm's samples
+ *   for each env step s (ascending): buffers += samples at s; drain full buffers
  *   drain(i) = for turn group, shuffled minibatch: agent i takes one optimizer step on
  *              the algorithm's loss, e.g. −mean_g A_g · log π_i(c_g | p)
  *

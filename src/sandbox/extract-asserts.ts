@@ -1,6 +1,7 @@
 /**
  * HumanEval-style test extraction, reproducing `extract_test_cases` of the reference coding reward
- * (OpenMLRL/LLM_Collab_Code_Generation, rewards/code_utils.py; environments-reference.md §2.4 "L3").
+ * (OpenMLRL/LLM_Collab_Code_Generation, rewards/code_utils.py; docs/environments.md "Coding tests
+ * in the sandbox").
  *
  * Rule:
  *   1. body = text after `def check(candidate):` up to the first "\n\ndef" (or the end);

@@ -12,9 +12,9 @@
  *     fallback is logged once per process;
  *   - an empty temp dir as cwd and HOME, a five-variable environment, stdin closed, output capped.
  *
- * `runTests` reproduces the reference coding reward's L3 harness (environments-reference.md §2.4):
- * the program is exec'd once into globals seeded with `math`; each assert then runs under its own
- * timer, and after `maxTimeouts` timeouts the rest are skipped. Verdicts are computed outside the
+ * `runTests` reproduces the reference coding reward's L3 harness (docs/environments.md "Coding
+ * tests in the sandbox"): the program is exec'd once into globals seeded with `math`; each assert
+ * then runs under its own timer, and after `maxTimeouts` timeouts the rest are skipped. Verdicts are computed outside the
  * process that runs model code: asserts are split into the calls (run in the sandbox, their values
  * returned as plain builtins) and the comparison (evaluated by the trusted supervisor); asserts that
  * cannot be split run whole in the sandbox and are counted as `lowTrust` (runner-judge.ts).

@@ -1,4 +1,4 @@
-/** Spec §5 hand-computed cases: advantages of each mode, returns, cross credit, KL shaping. */
+/** Hand-computed cases of docs/algorithms.md "The update, equation by equation": advantages of each mode, returns, cross credit, KL shaping. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { advantages, agentReturns, jointActionsPerNode, jointIndices, jointReturns, klK3, shapeWithKl } from '../../src/rl/advantage.js';
@@ -8,7 +8,7 @@ const close = (a: number[], b: number[], tol = 1e-9) => {
   for (const [i, x] of a.entries()) assert.ok(Math.abs(x - b[i]) < tol, `${a} vs ${b}`);
 };
 
-describe('advantages (spec §1.8, §5)', () => {
+describe('advantages', () => {
   const R = [1, 0, 0, 1];
   it('mean baseline, then standardised', () => {
     close(advantages(R, 'mean', false), [0.5, -0.5, -0.5, 0.5]);
@@ -29,7 +29,7 @@ describe('advantages (spec §1.8, §5)', () => {
   });
 });
 
-describe('returns and credit (spec §1.5, §5)', () => {
+describe('returns and credit', () => {
   it('two-turn aligned: R_root = r + mean(child rewards)', () => {
     close(
       jointReturns(
@@ -73,7 +73,7 @@ describe('returns and credit (spec §1.5, §5)', () => {
   });
 });
 
-describe('reference KL (spec §1.7, §5)', () => {
+describe('reference KL', () => {
   it('returns [1, 2] with KLs [0.2, 0.4] and coef 0.5 give [0.9, 1.8]', () => {
     close(shapeWithKl([1, 2], [0.2, 0.4], 0.5), [0.9, 1.8]);
     close(shapeWithKl([1, 2], null, 0.5), [1, 2]);

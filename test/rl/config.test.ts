@@ -1,4 +1,4 @@
-/** Config validation, mirroring the reference library's tests/test_config_constraints.py (spec §5). */
+/** Config validation, mirroring the reference library's tests/test_config_constraints.py (OpenMLRL/CoMLRL). */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -1,5 +1,6 @@
 /**
- * The update's gradient equals the analytic policy gradient of spec §1.9,
+ * The update's gradient equals the analytic policy gradient (docs/algorithms.md "The update, equation by
+ * equation"),
  *   ∇θ [ −(1/G) Σ_g A_g Σ_t log πθ(c_g,t | p, c_g,<t) ],
  * computed independently here by central finite differences of plain forward passes (float64).
  */

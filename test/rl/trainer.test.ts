@@ -44,7 +44,7 @@ after(() => {
   rmSync(dir2, { recursive: true, force: true });
 });
 
-describe('rollout tree accounting (spec §1.11)', () => {
+describe('rollout tree accounting (docs/algorithms.md "The rollout tree, returns and buffers")', () => {
   it('aligned, N = 3, T = 3, G = 2: env steps Σ G^(t+1) = 14 per item, every node expanded', async () => {
     const task: Task<Item> = { dataset: items(2), reward: ({ turn }) => turn, transition: ({ completions }) => completions.map((c) => `go ${c}`) };
     const t = new MAGRPOTrainer({ task, model: dir, config: { ...base, num_agents: 3, num_turns: 3, num_generations: 2, num_train_epochs: 1 } });

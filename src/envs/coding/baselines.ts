@@ -1,5 +1,5 @@
 /**
- * The paper's inference-only coding baselines (environments-reference.md §2.4 "Coding baselines";
+ * The paper's inference-only coding baselines (docs/environments.md "Coding baselines";
  * baselines/single_agent.py and multi_agent_tti.py), every one scored by the same reward as the
  * trained team so they land in one table:
  *

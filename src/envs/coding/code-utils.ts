@@ -1,7 +1,7 @@
 /**
  * Text surgery on model-written Python, reproducing the reference coding harness
- * (OpenMLRL/LLM_Collab_Code_Generation rewards/code_utils.py; environments-reference.md §2.4
- * "Combining outputs"): cleanup_code, extract_specific_function, the prompt's imports, the combined
+ * (OpenMLRL/LLM_Collab_Code_Generation rewards/code_utils.py; docs/environments.md "Coding:
+ * combining the agents' code"): cleanup_code, extract_specific_function, the prompt's imports, the combined
  * program, the "defined with return" check, aux-call detection, the thin-wrapper rule and the
  * reference's (broken) "ignored aux call" regex.
  *
@@ -210,7 +210,7 @@ export function isThinWrapper(main: string, rule: ThinWrapperRule = 'fixed', aux
 
 /**
  * check_aux_call_without_assignment as written: a line must be exactly `aux<one whitespace>(<one
- * character>)`, so it almost never fires (environments-reference.md §2.4 "Penalty"). Returns
+ * character>)`, so it almost never fires (docs/environments.md "Reference gotchas"). Returns
  * `Line N: <line>` for each hit.
  */
 export function referenceIgnoredAuxCalls(main: string, auxName = 'aux'): string[] {

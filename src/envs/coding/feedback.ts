@@ -1,6 +1,6 @@
 /**
- * Multi-turn transitions for the coding team (reference external/*.py; environments-reference.md
- * §2.4 "Multi-turn external feedback"). Each mode turns one branch's previous joint action into the
+ * Multi-turn transitions for the coding team (reference external/*.py; docs/environments.md
+ * "Coding multi-turn feedback"). Each mode turns one branch's previous joint action into the
  * next turn's prompts:
  *
  *   plain           previous code + "Revise ... accordingly"
@@ -15,8 +15,8 @@
  * branch and expert_edits always rebuilds the first-turn prompt, as the reference does.
  *
  * Diagnostics run a slice of the tests (`sandboxSlice`, default 1 = the first assert only), while
- * the reward uses all of them (reference gotcha §6.7). The returned prompts are complete: the
- * environment's formatters pass them through unchanged.
+ * the reward uses all of them (docs/environments.md "Reference gotchas"). The returned prompts are
+ * complete: the environment's formatters pass them through unchanged.
  */
 
 import type { Transition } from '../../rl/task.js';

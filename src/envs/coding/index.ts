@@ -1,5 +1,5 @@
 /**
- * The paper's coding environments (environments-reference.md §2.4): agent 1 writes a helper
+ * The paper's coding environments (paper §5.2; docs/environments.md): agent 1 writes a helper
  * `aux(...)`, agent 2 the entry point that may call it; one joint reward (reward.ts, max 4.0) scores
  * the combined program in the Python sandbox. Multi-turn runs use one of the feedback transitions
  * (feedback.ts); `num_agents: 1` is the single-model variant (GRPO), scored with aux = "" (max 2.1).

@@ -1,5 +1,5 @@
 /**
- * The coding evaluation table (environments-reference.md §2.4 "Evaluation metrics"):
+ * The coding evaluation table (docs/environments.md "Coding metrics"):
  *
  *   structure, syntax, tests, cooperation, return   the paper's normalised reward components, mean
  *                                                   over episodes as % of their maxima (1, 0.5, 1,

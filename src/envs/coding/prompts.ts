@@ -1,6 +1,6 @@
 /**
- * Every prompt the coding environment shows a model, worded as the reference's (environments-
- * reference.md §2.4 "Roles and prompts"): the two training formatters (train_magrpo.py at the
+ * Every prompt the coding environment shows a model, worded as the reference's (docs/environments.md
+ * "Coding: roles and prompts"): the two training formatters (train_magrpo.py at the
  * paper-era commit 8eceeec), the single-agent prompt, the "Original problem and instructions"
  * blocks follow-up turns may re-include (external/common.py), the test-time-interaction baseline
  * prompts (baselines/multi_agent_tti.py) and the expert's review request (external/expert_edits.py).

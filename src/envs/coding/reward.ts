@@ -1,5 +1,5 @@
 /**
- * The coding team reward (reference `execution_reward_aux`, environments-reference.md §2.4), max 4.0:
+ * The coding team reward (reference `execution_reward_aux`, docs/environments.md "Coding reward"), max 4.0:
  *
  *   L1 structure   +0.4 aux extracted with `return\s+`; +0.6 main (the entry point) likewise;
  *                  stop if main is missing

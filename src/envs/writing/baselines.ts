@@ -1,5 +1,6 @@
 /**
- * The paper's inference-only writing baselines (reference §2.2–2.3; baselines/*.py @3198dc9):
+ * The paper's inference-only writing baselines (docs/environments.md "Writing baselines";
+ * OpenMLRL/LLM_Collab_Writing baselines/*.py @3198dc9):
  *
  *   single_agent          one model writes both parts, split on [PARAGRAPH_SPLIT]     time: its call
  *   naive_parallel        each agent its MAGRPO prompt, independently                time: slowest agent

@@ -1,5 +1,5 @@
 /**
- * The paper's two writing environments (reference §2.2–2.3), two agents each, single turn:
+ * The paper's two writing environments (paper §5.1; docs/environments.md), two agents each, single turn:
  *
  *   tldr   agent 1 a concise summary of a post, agent 2 a detailed one     tldr_combined_reward
  *   arxiv  agent 1 background/motivation, agent 2 methodology/implications  arxiv_combined_reward

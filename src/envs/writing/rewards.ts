@@ -1,7 +1,7 @@
 /**
- * The gated writing rewards of the MAGRPO paper (reference §2.1–2.3; OpenMLRL/LLM_Collab_Writing
- * rewards/tldr_rewards.py and rewards/arxiv_rewards.py). Four levels, each reached only when the
- * previous one passed:
+ * The gated writing rewards of the MAGRPO paper (docs/environments.md "TL;DR reward" and "arXiv
+ * reward"; OpenMLRL/LLM_Collab_Writing rewards/tldr_rewards.py and rewards/arxiv_rewards.py). Four
+ * levels, each reached only when the previous one passed:
  *
  *   L1 structure     both whitespace token counts in range                 +0.5, else total 0
  *   L2 coordination  r = len(c2)/len(c1) in code points, banded            [0, 1], else stop

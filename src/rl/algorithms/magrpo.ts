@@ -72,7 +72,10 @@ export function tokenCoefficient(aggregation: LossSettings['lossAggregation'], l
   return aggregation === 'sequence_sum' ? 1 : aggregation === 'token_mean' ? 1 / length : 1 / maxNewTokens;
 }
 
-/** Agent i's loss sample at a node: returns_i (aligned R, cross credit), KL shaping, advantages (spec §1.5, §1.7, §1.8). */
+/**
+ * Agent i's loss sample at a node: returns_i (aligned R, cross credit), KL shaping, advantages
+ * (docs/algorithms.md "The update, equation by equation").
+ */
 export function policyGradientSample(node: ScoredNode, agent: number, c: MagrpoOptions): LossSample {
   const group = node.groups[agent];
   const R = agentReturns(node.returns, node.joint, agent, group.completions.length, c.cross_credit);
