@@ -1,0 +1,89 @@
+/**
+ * Shared by the tests that replay PyTorch float64 fixtures (scripts/make_*_fixtures.py) through
+ * the trainers: loading the fixtures of a folder, checking they were made from the shipped
+ * models/micro, tolerance comparisons, the scripts' tensor summaries, and a token sampler that
+ * hands out recorded completions.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TextSample } from '../../src/model/pretrained.js';
+
+/** A tensor as the scripts store it: whole (≤ 64 entries), or Σx², Σx·h(j) and a few entries. */
+export type Summary = { full: number[] } | { n: number; sumsq: number; proj: number; at: [number, number][] };
+/** Per parameter (by TRL/PEFT name): the updated weight and the AdamW moments. */
+export type ParamSummaries = Record<string, { w: Summary; m: Summary; v: Summary }>;
+
+/** Every fixture (*.json) of `dir`, by file name. */
+export function loadFixtures<F>(dir: string): F[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as F);
+}
+
+/** At least `min` fixtures, each made from the models/micro this checkout ships. */
+export function assertFromShippedMicro(fixtures: readonly { case: string; model_sha256: string }[], min: number, regenerate: string): void {
+  assert.ok(fixtures.length >= min, `${fixtures.length} fixtures; regenerate with ${regenerate}`);
+  const digest = createHash('sha256')
+    .update(readFileSync(join('models', 'micro', 'model.safetensors')))
+    .digest('hex');
+  for (const fx of fixtures) assert.equal(fx.model_sha256, digest, `${fx.case}: made from another models/micro; regenerate with ${regenerate}`);
+}
+
+/** |a − b| ≤ tol · scale, with a message naming what differs. */
+export function close(actual: number, expected: number, scale: number, what: string, tol: number): void {
+  assert.ok(Number.isFinite(actual), `${what}: got ${actual}`);
+  assert.ok(Math.abs(actual - expected) <= tol * Math.max(scale, 1e-12), `${what}: magrpo ${actual}, PyTorch ${expected} (diff ${actual - expected})`);
+}
+
+/** The scripts' projection weights: h(j) = ((j · 2654435761) mod 2^32) / 2^32 − 0.5. */
+const h = (j: number) => ((j * 2654435761) % 4294967296) / 4294967296 - 0.5;
+
+export function compareSummary(x: ArrayLike<number>, s: Summary, what: string, tol: number): void {
+  if ('full' in s) {
+    assert.equal(x.length, s.full.length, what);
+    const scale = Math.sqrt(s.full.reduce((a, v) => a + v * v, 0) / s.full.length);
+    for (let j = 0; j < x.length; j++) close(x[j], s.full[j], scale, `${what}[${j}]`, tol);
+    return;
+  }
+  assert.equal(x.length, s.n, what);
+  let sumsq = 0;
+  let proj = 0;
+  for (let j = 0; j < x.length; j++) {
+    sumsq += x[j] * x[j];
+    proj += x[j] * h(j);
+  }
+  close(sumsq, s.sumsq, s.sumsq, `${what} Σx²`, tol);
+  // a projection on pseudo-random weights: catches sign flips and permutations that Σx² misses
+  close(proj, s.proj, Math.sqrt(s.sumsq), `${what} Σx·h`, tol);
+  const rms = Math.sqrt(s.sumsq / s.n);
+  for (const [j, v] of s.at) close(x[j], v, Math.max(Math.abs(v), rms), `${what}[${j}]`, tol);
+}
+
+/** The trainable parameters (by name), their AdamW moments, against the fixture's summaries. */
+export function compareParams(
+  params: Map<string, { data: ArrayLike<number> }>,
+  buffers: Record<string, Record<string, ArrayLike<number>>>,
+  exp: ParamSummaries,
+  who: string,
+  tol: number,
+): void {
+  assert.deepEqual([...params.keys()].sort(), Object.keys(exp).sort(), `${who}: trainable parameters`);
+  for (const [name, s] of Object.entries(exp)) {
+    compareSummary((params.get(name) as { data: ArrayLike<number> }).data, s.w, `${who} ${name} (updated weight)`, tol);
+    compareSummary(buffers[name].m, s.m, `${who} ${name} (AdamW m)`, tol);
+    compareSummary(buffers[name].v, s.v, `${who} ${name} (AdamW v)`, tol);
+  }
+}
+
+/** A replacement for `lm.sample` of agent `a`: per prompt text, the recorded completions in order. */
+export function queueSampler(queues: Map<string, TextSample[]>, a: number): (prompts: readonly string[]) => TextSample[] {
+  return (prompts) =>
+    prompts.map((p) => {
+      const next = queues.get(p)?.shift();
+      if (!next) throw new Error(`agent ${a}: nothing recorded (left) for prompt ${p}`);
+      return next;
+    });
+}
