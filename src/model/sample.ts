@@ -334,8 +334,8 @@ export class Decoder<T> {
 
   /** The runs of rows sharing adapters, for a forward over `rows` (undefined: every row under the model's own). */
   private adapterRuns(rows: readonly DecodeRequest<T>[]): RowAdapters | undefined {
-    if (rows.every((r) => r.adapters === undefined)) return undefined;
     const own = this.model.lora.size > 0 ? this.model.lora : null;
+    if (rows.every((r) => r.adapters === undefined || r.adapters === own || (r.adapters?.size === 0 && own === null))) return undefined;
     const bounds = [0];
     const adapters: (ReadonlyMap<string, LoraAdapter> | null)[] = [];
     for (const [i, r] of rows.entries()) {

@@ -5,9 +5,10 @@
  * A single loop drives one `Decoder` (model/sample.ts) a step at a time for every running row;
  * between two steps the event loop turns, so HTTP requests that arrived meanwhile are admitted
  * (prefilled on their own, their cache rows merged into the running batch) before the next step.
- * Rows that finish drop out at once. All rows of a batch use the same weights: the base model or
- * one LoRA adapter. Requests for another adapter wait until the running batch drains (no request
- * ever mixes weights, and FIFO order keeps any adapter from starving).
+ * Rows that finish drop out at once. Requests for the base model and for any loaded LoRA adapter
+ * share one batch (multi-LoRA, as vLLM serves adapters): each row decodes under its own request's
+ * adapter over the one copy of the base weights (model/sample.ts `adapters`), so the agents of a
+ * rollout, each with its adapter, cost one read of the base weights per step. Admission is FIFO.
  *
  * Seeds: each group has its own Rng seeded with the request's `seed` and its own decode rule, so
  * the decoder draws for it exactly as `generate()` does for a batch holding only that group: with
@@ -107,7 +108,6 @@ export class BatchEngine {
   private readonly adapters = new Map<string, Map<string, LoraAdapter>>();
   private readonly queue: Group[] = [];
   private readonly decoder: Decoder<Row>;
-  private active: Map<string, LoraAdapter> | null = null;
   private wake: (() => void) | null = null;
   private closed = false;
   private readonly loop: Promise<void>;
@@ -149,10 +149,8 @@ export class BatchEngine {
     }
   }
 
-  /** Removes an adapter; a batch already decoding with it finishes with the weights it started with. */
+  /** Removes an adapter; rows already decoding with it finish with the weights they started with. */
   unloadAdapter(name: string): boolean {
-    // Drops the packs of its weights (the scope holds them); the base is packed again on the next step.
-    this.packs.invalidate();
     return this.adapters.delete(name);
   }
 
@@ -218,17 +216,9 @@ export class BatchEngine {
     for (const g of groups) g.reject(err);
   }
 
-  /** Puts the batch's adapter (or none) into the model's projections. */
-  private activate(lora: Map<string, LoraAdapter> | null): void {
-    const model = this.lm.model;
-    model.lora.clear();
-    if (lora) for (const [k, v] of lora) model.lora.set(k, v);
-    this.active = lora;
-  }
-
   /**
-   * Takes queued groups in FIFO order while they use the running batch's weights and fit in
-   * maxBatch; prefills them together and merges their cache rows into the running batch.
+   * Takes queued groups in FIFO order while they fit in maxBatch, whatever their adapter;
+   * prefills them together and merges their cache rows into the running batch.
    */
   private admit(): void {
     const admitted: Group[] = [];
@@ -243,8 +233,6 @@ export class BatchEngine {
         continue;
       }
       const lora = name === this.baseName ? null : (this.adapters.get(name) ?? null);
-      const batchLora = running ? this.active : admitted.length > 0 ? admitted[0].lora : lora;
-      if (lora !== batchLora) break;
       if (rows > 0 && rows + g.req.n > this.opts.maxBatch) break;
       if (g.req.cancelled?.()) {
         this.queue.shift();
@@ -257,10 +245,15 @@ export class BatchEngine {
       rows += g.req.n;
     }
     if (admitted.length === 0) return;
-    this.activate(admitted[0].lora);
     if (running) this.stats.joinedMidFlight += admitted.length;
     const requests = admitted.flatMap((group) =>
-      Array.from({ length: group.req.n }, (_, index) => ({ tag: { group, index }, prompt: group.req.promptIds, rule: group.rule, rng: group.rng })),
+      Array.from({ length: group.req.n }, (_, index) => ({
+        tag: { group, index },
+        prompt: group.req.promptIds,
+        rule: group.rule,
+        rng: group.rng,
+        adapters: group.lora,
+      })),
     );
     this.deliver(this.decoder.admit(requests));
   }

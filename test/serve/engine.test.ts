@@ -4,8 +4,12 @@
  * the serving path decodes as `generate` does: same seed and prompt, same tokens.
  */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, it } from 'node:test';
+import { Rng } from '../../src/engine/rng.js';
+import { applyLora, saveLora } from '../../src/model/lora.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import { generate, setSharedPrefill } from '../../src/model/sample.js';
 import { BatchEngine, type GroupRequest, type SamplingSpec, type TokenEvent } from '../../src/serve/engine.js';
@@ -117,5 +121,52 @@ describeEachBackend('serve engine: one prefill per distinct prompt', (backend) =
     assert.deepEqual(got.late, alone.tokens);
     for (const [i, lps] of lateLogprobs.entries())
       for (const [t, lp] of lps.entries()) assert.ok(Math.abs(lp - alone.logprobs[i][t]) <= 1e-5, `row ${i} token ${t}: ${lp} against ${alone.logprobs[i][t]}`);
+  });
+
+  it('requests for two adapters and the base decode in one batch, each as its weights alone would', async () => {
+    const lm = LanguageModel.load(dir);
+    const engine = new BatchEngine(lm, 'tiny', { maxBatch: 16 });
+    const tmp = mkdtempSync(join(tmpdir(), 'magrpo-adapters-'));
+    const rng = new Rng(9);
+    // Two agents' adapters, saved as PEFT folders and loaded by name, as the rollout client does.
+    const agents = [0, 1].map((a) => {
+      const m = LanguageModel.load(dir);
+      applyLora(m.model, { r: 2 + a, alpha: 8, targetModules: ['q_proj', 'v_proj', 'gate_proj', 'down_proj'] }, new Rng(20 + a));
+      for (const ad of m.model.lora.values()) for (let i = 0; i < ad.B.size; i++) ad.B.data[i] = rng.normal() * 0.5;
+      saveLora(m.model, join(tmp, `agent${a}`), dir);
+      engine.loadAdapter(`agent${a}`, join(tmp, `agent${a}`));
+      return m;
+    });
+    const prompt = lm.encode('a b c d e');
+    const models = ['agent0', 'base', 'agent1'];
+    const got = models.map(() => [[], [], [], []] as number[][]);
+    const logprobs = models.map(() => [[], [], [], []] as number[][]);
+    await Promise.all(
+      models.map((model, k) =>
+        engine.submit({
+          model: model === 'base' ? 'tiny' : model,
+          promptIds: prompt,
+          n: 4,
+          spec: spec(30 + k),
+          onToken: (i, ev) => {
+            got[k][i].push(ev.token);
+            logprobs[k][i].push(ev.logprob);
+          },
+        }),
+      ),
+    );
+    await engine.close();
+    rmSync(tmp, { recursive: true, force: true });
+    assert.equal(engine.stats.maxRowsInStep, 12, 'the three groups decoded side by side');
+    assert.ok(engine.stats.decodeSteps < 2 * 8, `${engine.stats.decodeSteps} decode steps for three groups of 8 tokens`);
+    const options = { maxNewTokens: 8, temperature: 1, topK: null, topP: 1 };
+    for (const [k, model] of [agents[0].model, lm.model, agents[1].model].entries()) {
+      const alone = generate(model, Array(4).fill(prompt), { ...options, rng: 30 + k });
+      assert.deepEqual(got[k], alone.tokens, `${models[k]}'s tokens`);
+      for (const [i, lps] of logprobs[k].entries())
+        for (const [t, lp] of lps.entries())
+          assert.ok(Math.abs(lp - alone.logprobs[i][t]) <= 1e-4, `${models[k]} row ${i} token ${t}: ${lp} against ${alone.logprobs[i][t]}`);
+    }
+    assert.notDeepEqual(got[0], got[2], 'the adapters change what is sampled');
   });
 });
