@@ -1,8 +1,9 @@
 /**
- * Agents behind one async interface: in-process (`parallel_training: none`, agents take turns and
- * share the BLAS threads) or one worker thread per agent (`mp`, like the reference library's
- * per-agent workers). Callers `Promise.all` over agents and get results in agent order either way;
- * the first failure is re-raised after every agent has finished its task.
+ * Agents behind one async interface: in-process (`parallel_training: none`: agents on one base
+ * model sample in one batch, `sampleEach`; updates take turns and share the BLAS threads) or one
+ * worker thread per agent (`mp`, like the reference library's per-agent workers). Callers get
+ * results in agent order either way; the first failure is re-raised after every agent has finished
+ * its task.
  */
 import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
