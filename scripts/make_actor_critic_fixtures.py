@@ -16,7 +16,6 @@ minibatch of joint actions). Writes test/fixtures/actor-critic/<case>.json, repl
 test/rl/actor-critic-pytorch.test.ts.
 """
 
-import hashlib
 import json
 import math
 import sys
@@ -54,22 +53,6 @@ CASES = {
 }
 
 
-def attach_lora(model, weights, lo, gen):
-    """Adapters on the target projections (A, B both random, as mid-run); returns them by TRL/PEFT name."""
-    init = {}
-    for key, w in sorted(weights.items()):
-        proj = key[:-len(".weight")]
-        if w.dim() != 2 or "embed_tokens" in key or proj.split(".")[-1] not in lo["target_modules"]:
-            continue
-        out_dim, in_dim = w.shape
-        a = (torch.rand(lo["r"], in_dim, generator=gen) * 2 - 1) / math.sqrt(in_dim)
-        b = torch.randn(out_dim, lo["r"], generator=gen) * 0.05
-        model.lora[proj] = (a, b, lo["alpha"] / lo["r"])
-        init[proj + ".lora_A.weight"] = a.flatten().tolist()
-        init[proj + ".lora_B.weight"] = b.flatten().tolist()
-    return init
-
-
 def trainable(model, head, lora):
     """The parameters an optimizer updates, by name (LoRA factors or every weight), plus a head's."""
     if lora:
@@ -82,17 +65,6 @@ def trainable(model, head, lora):
         params["v_head.summary.weight"] = head["w"].requires_grad_(True)
         params["v_head.summary.bias"] = head["b"].requires_grad_(True)
     return params
-
-
-def adamw(params, lr, c):
-    return torch.optim.AdamW(list(params.values()), lr=lr, betas=tuple(c["adam_betas"]), eps=c["adam_eps"], weight_decay=c["weight_decay"])
-
-
-def summaries(params, opt, gen):
-    state = opt.state_dict()["state"]
-    return {name: {kind: T.summarize(x.detach().flatten(), state[i]["exp_avg"].flatten(), gen)
-                   for kind, x in (("w", p), ("m", state[i]["exp_avg"]), ("v", state[i]["exp_avg_sq"]))}
-            for i, (name, p) in enumerate(params.items())}
 
 
 def joint_text(prompts, actions):
@@ -109,13 +81,13 @@ def run(name, case, cfg, weights, tok):
     lo = c.get("lora")
     base = T.Llama(cfg, weights)
     policies = [T.Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
-    lora_init = [attach_lora(p, weights, lo, gen) for p in policies] if lo else None
+    lora_init = [T.attach_lora(p, weights, lo, gen) for p in policies] if lo else None
     critics = [T.Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(1 if shared else n)]
     C = cfg["hidden_size"]
     critic_init = []
     heads = []
     for cr in critics:
-        init = attach_lora(cr, weights, lo, gen) if lo else {}
+        init = T.attach_lora(cr, weights, lo, gen) if lo else {}
         head = dict(w=torch.randn(1, C, generator=gen) * 0.1, b=torch.randn(1, generator=gen) * 0.1)
         init.update({"v_head.summary.weight": head["w"].flatten().tolist(), "v_head.summary.bias": head["b"].tolist()})
         critic_init.append(init)
@@ -192,7 +164,7 @@ def run(name, case, cfg, weights, tok):
     expected = []
     for a, pol in enumerate(policies):
         params = trainable(pol, None, lo)
-        opt = adamw(params, c["agent_learning_rate"], c)
+        opt = T.adamw(params, c["agent_learning_rate"], c)
         rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0)
         steps = groups(per_agent[a])
         for mb in steps:
@@ -213,14 +185,14 @@ def run(name, case, cfg, weights, tok):
         k = len(steps)
         expected.append(dict(drains=[{"loss": rec["loss"] / k, "grad_norm": rec["grad_norm"] / k, "entropy": rec["entropy"] / rec["tokens"],
                                       "completion_length": rec["tokens"] / rec["seqs"], "lr": c["agent_learning_rate"], "steps": k}],
-                             optimizer_steps=k, params=summaries(params, opt, gen)))
+                             optimizer_steps=k, params=T.summaries(params, opt, gen)))
 
     critic_expected, margin = [], math.inf
     eps = None if shared else c.get("value_clip_range")
     for ci, cr in enumerate(critics):
         head = heads[ci]
         params = trainable(cr, head, lo)
-        opt = adamw(params, c["critic_learning_rate"], c)
+        opt = T.adamw(params, c["critic_learning_rate"], c)
         rec = dict(value_loss=0.0, grad_norm=0.0)
         # the shared critic steps on agent 0's minibatches: every joint action once
         steps = groups(per_agent[0 if shared else ci])
@@ -239,7 +211,7 @@ def run(name, case, cfg, weights, tok):
             opt.step()
         k = len(steps)
         critic_expected.append(dict(drains=[{"value_loss": rec["value_loss"] / k, "grad_norm": rec["grad_norm"] / k}],
-                                    optimizer_steps=k, params=summaries(params, opt, gen)))
+                                    optimizer_steps=k, params=T.summaries(params, opt, gen)))
     assert margin > 1e-4, f"{name}: a value is {margin} from the clip boundary; change the case"
     rollout = [dict(nodes=[{k: v for k, v in nd.items() if k in ("turn", "parent", "parent_joint", "prompt_ids", "completion_ids", "logprobs", "rewards")}
                            for nd in it["nodes"]]) for it in items]
@@ -250,19 +222,11 @@ def run(name, case, cfg, weights, tok):
 def main():
     from transformers import AutoTokenizer
 
-    only = set(sys.argv[1:])
-    unknown = only - set(CASES)
-    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES)}"
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    cfg = json.loads((T.MODEL / "config.json").read_text())
-    weights = T.read_safetensors(T.MODEL / "model.safetensors")
-    digest = hashlib.sha256((T.MODEL / "model.safetensors").read_bytes()).hexdigest()
+    names = T.select_cases(sys.argv[1:], sorted(CASES))
+    cfg, weights, digest = T.load_micro()
     tok = AutoTokenizer.from_pretrained(str(T.MODEL))
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
-        if only and name not in only:
-            continue
+    for name in names:
         out = run(name, CASES[name], cfg, weights, tok)
         fixture = {"case": name, "model": "models/micro", "model_sha256": digest,
                    "generated_by": "scripts/make_actor_critic_fixtures.py (PyTorch %s, float64)" % torch.__version__, **out}

@@ -22,7 +22,6 @@ drift_probe_items items) is re-scored. Writes test/fixtures/iterative/<case>.jso
 test/rl/iterative-pytorch.test.ts.
 """
 
-import hashlib
 import json
 import math
 import sys
@@ -32,7 +31,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_trainer_fixtures as T  # noqa: E402  (sets float64 as torch's default dtype)
-from make_actor_critic_fixtures import adamw, summaries  # noqa: E402
 
 OUT = T.ROOT / "test" / "fixtures" / "iterative"
 
@@ -73,7 +71,7 @@ def run(name, case, cfg, weights):
     policies = [T.Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
     prompts = [[0] + torch.randint(3, 4096, (4 + j,), generator=gen).tolist() for j in range(case["items"])]
     params = [{k: v.requires_grad_(True) for k, v in pol.w.items()} for pol in policies]
-    opts = [adamw(p, c["agent_learning_rate"], c) for p in params]
+    opts = [T.adamw(p, c["agent_learning_rate"], c) for p in params]
 
     # per agent and item label: the completions the sampler hands out, in call order
     record = [{f"i{j}": [] for j in range(case["items"])} for _ in range(n)]
@@ -152,25 +150,17 @@ def run(name, case, cfg, weights):
         drift.append([{"logratio_prev": ratio(a, last), "logratio_initial": ratio(a, initial)} for a in range(n)])
         last = now
 
-    expected = [dict(drains=logged[a], optimizer_steps=len(logged[a]), params=summaries(params[a], opts[a], gen)) for a in range(n)]
+    expected = [dict(drains=logged[a], optimizer_steps=len(logged[a]), params=T.summaries(params[a], opts[a], gen)) for a in range(n)]
     config = {**c, "num_agents": n}
     return dict(config=config, prompts=prompts, samples=record, rewards=rewards, expected=expected,
                 team=team_log, iterations=iter_log, drift=drift)
 
 
 def main():
-    only = set(sys.argv[1:])
-    unknown = only - set(CASES)
-    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {sorted(CASES)}"
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    cfg = json.loads((T.MODEL / "config.json").read_text())
-    weights = T.read_safetensors(T.MODEL / "model.safetensors")
-    digest = hashlib.sha256((T.MODEL / "model.safetensors").read_bytes()).hexdigest()
+    names = T.select_cases(sys.argv[1:], sorted(CASES))
+    cfg, weights, digest = T.load_micro()
     OUT.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
-        if only and name not in only:
-            continue
+    for name in names:
         out = run(name, CASES[name], cfg, weights)
         fixture = {"case": name, "model": "models/micro", "model_sha256": digest,
                    "generated_by": "scripts/make_iterative_fixtures.py (PyTorch %s, float64)" % torch.__version__, **out}

@@ -348,21 +348,7 @@ def run_case(name, case, cfg, weights):
     policies = [Llama(cfg, {k: v.clone() for k, v in weights.items()}) for _ in range(n)]
     lora_init = None
     if c.get("lora"):
-        lo = c["lora"]
-        lora_init = []
-        for pol in policies:
-            init = {}
-            for key, w in sorted(weights.items()):
-                proj = key[:-len(".weight")]
-                if w.dim() != 2 or "embed_tokens" in key or proj.split(".")[-1] not in lo["target_modules"]:
-                    continue
-                out_dim, in_dim = w.shape
-                a = (torch.rand(lo["r"], in_dim, generator=gen) * 2 - 1) / math.sqrt(in_dim)
-                b = torch.randn(out_dim, lo["r"], generator=gen) * 0.05
-                pol.lora[proj] = (a, b, lo["alpha"] / lo["r"])
-                init[proj + ".lora_A.weight"] = a.flatten().tolist()
-                init[proj + ".lora_B.weight"] = b.flatten().tolist()
-            lora_init.append(init)
+        lora_init = [attach_lora(pol, weights, c["lora"], gen) for pol in policies]
     items, joint = make_rollout(case, policies, gen)
 
     # Per agent: node samples in env-step order (item by item, depth-first pre-order).
@@ -413,8 +399,7 @@ def run_case(name, case, cfg, weights):
                 t.requires_grad_(True)
             params = dict(pol.w)
         lr = c["agent_learning_rate"]
-        opt = torch.optim.AdamW(list(params.values()), lr=lr, betas=tuple(c["adam_betas"]), eps=c["adam_eps"],
-                                weight_decay=c["weight_decay"])
+        opt = adamw(params, lr, c)
         total = sum(len(d) for d in drains[a])
         step, logged, clipped, margin = 0, [], [0, 0], math.inf
         for steps in drains[a]:
@@ -463,15 +448,10 @@ def run_case(name, case, cfg, weights):
             k = len(steps)
             logged.append({"loss": rec["loss"] / k, "grad_norm": rec["grad_norm"] / k, "entropy": rec["entropy"] / rec["tokens"],
                            "completion_length": rec["tokens"] / rec["seqs"], "lr": opt.param_groups[0]["lr"], "steps": k})
-        state = opt.state_dict()["state"]
-        summaries = {}
-        for idx, (pname, p) in enumerate(params.items()):
-            st = state[idx]
-            summaries[pname] = {kind: summarize(t.detach().flatten(), st["exp_avg"].flatten(), gen)
-                                for kind, t in (("w", p), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
+        params_out = summaries(params, opt, gen)
         # float32 runs of the test must clip the same tokens: no ratio may sit near a clip boundary
         assert margin > 1e-4, f"{name}: a PPO ratio is {margin} from a clip boundary; change the case"
-        expected.append(dict(drains=logged, optimizer_steps=step, params=summaries,
+        expected.append(dict(drains=logged, optimizer_steps=step, params=params_out,
                              ppo_clipped_fraction=clipped[0] / clipped[1] if clipped[1] else None))
         if clipped[1]:
             print(f"{name}: agent {a}: closest PPO ratio to a clip boundary: {margin:.2e}")
@@ -523,8 +503,7 @@ def run_madpo_case(name, case, cfg, weights):
     for pol in policies:
         for t in pol.w.values():
             t.requires_grad_(True)
-    opts = [torch.optim.AdamW(list(pol.w.values()), lr=c["agent_learning_rate"], betas=tuple(c["adam_betas"]),
-                              eps=c["adam_eps"], weight_decay=c["weight_decay"]) for pol in policies]
+    opts = [adamw(pol.w, c["agent_learning_rate"], c) for pol in policies]
     logged = [[] for _ in range(n)]
     for _ in range(c["num_train_epochs"]):
         # every agent's Δ on every pair with the current weights, before any agent steps
@@ -550,13 +529,7 @@ def run_madpo_case(name, case, cfg, weights):
                               "completion_length": tokens / (2 * len(pairs)), "lr": c["agent_learning_rate"], "steps": 1})
     expected = []
     for a, (pol, opt) in enumerate(zip(policies, opts)):
-        state = opt.state_dict()["state"]
-        summaries = {}
-        for idx, (pname, t) in enumerate(pol.w.items()):
-            st = state[idx]
-            summaries[pname] = {kind: summarize(x.detach().flatten(), st["exp_avg"].flatten(), gen)
-                                for kind, x in (("w", t), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
-        expected.append(dict(drains=logged[a], optimizer_steps=len(logged[a]), params=summaries, ppo_clipped_fraction=None))
+        expected.append(dict(drains=logged[a], optimizer_steps=len(logged[a]), params=summaries(pol.w, opt, gen), ppo_clipped_fraction=None))
     rollout = [dict(nodes=[{k: v for k, v in nd.items() if k != "returns"} for nd in it["nodes"]]) for it in items]
     return c, rollout, None, expected
 
@@ -606,8 +579,7 @@ def run_iac_case(name, case, cfg, weights):
         params = {**pol.w, "v_head.summary.weight": head["w"].clone().requires_grad_(True),
                   "v_head.summary.bias": head["b"].clone().requires_grad_(True)}
         head = {"w": params["v_head.summary.weight"], "b": params["v_head.summary.bias"]}
-        opt = torch.optim.AdamW(list(params.values()), lr=c["agent_learning_rate"], betas=tuple(c["adam_betas"]),
-                                eps=c["adam_eps"], weight_decay=c["weight_decay"])
+        opt = adamw(params, c["agent_learning_rate"], c)
         rec = dict(loss=0.0, grad_norm=0.0, entropy=0.0, tokens=0, seqs=0, value_loss=0.0)
         steps = 0
         eps = c["value_clip_range"]
@@ -642,13 +614,7 @@ def run_iac_case(name, case, cfg, weights):
         logged = [{"loss": rec["loss"] / steps, "grad_norm": rec["grad_norm"] / steps, "entropy": rec["entropy"] / rec["tokens"],
                    "completion_length": rec["tokens"] / rec["seqs"], "lr": c["agent_learning_rate"], "steps": steps,
                    "value_loss": rec["value_loss"] / steps}]
-        state = opt.state_dict()["state"]
-        summaries = {}
-        for idx, (pname, t) in enumerate(params.items()):
-            st = state[idx]
-            summaries[pname] = {kind: summarize(x.detach().flatten(), st["exp_avg"].flatten(), gen)
-                                for kind, x in (("w", t), ("m", st["exp_avg"]), ("v", st["exp_avg_sq"]))}
-        expected.append(dict(drains=logged, optimizer_steps=steps, params=summaries, ppo_clipped_fraction=None))
+        expected.append(dict(drains=logged, optimizer_steps=steps, params=summaries(params, opt, gen), ppo_clipped_fraction=None))
     # float32 runs of the test must take the same branch of the value clip
     assert margin > 1e-4, f"{name}: a value is {margin} from the clip boundary; change the case"
     if eps is not None:
@@ -672,24 +638,64 @@ def summarize(x, m, gen):
             "at": [[j, x[j]] for j in picks]}
 
 
-def main():
-    """Writes every case's fixture, or only the cases named on the command line."""
-    only = set(sys.argv[1:])
-    every = sorted(CASES) + sorted(CENTRALIZED_CASES) + sorted(MADPO_CASES) + sorted(IAC_CASES)
-    unknown = only - set(every)
-    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {every}"
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
+def summaries(params, opt, gen):
+    """summarize() of every parameter (by name, in the optimizer's order) and of its AdamW moments."""
+    state = opt.state_dict()["state"]
+    return {name: {kind: summarize(x.detach().flatten(), state[i]["exp_avg"].flatten(), gen)
+                   for kind, x in (("w", p), ("m", state[i]["exp_avg"]), ("v", state[i]["exp_avg_sq"]))}
+            for i, (name, p) in enumerate(params.items())}
+
+
+def adamw(params, lr, c):
+    """torch.optim.AdamW over a dict of parameters, with the case's betas, eps and weight decay."""
+    return torch.optim.AdamW(list(params.values()), lr=lr, betas=tuple(c["adam_betas"]), eps=c["adam_eps"], weight_decay=c["weight_decay"])
+
+
+def attach_lora(model, weights, lo, gen):
+    """Adapters on the target projections (A, B both random, as mid-run); returns them by TRL/PEFT name."""
+    init = {}
+    for key, w in sorted(weights.items()):
+        proj = key[:-len(".weight")]
+        if w.dim() != 2 or "embed_tokens" in key or proj.split(".")[-1] not in lo["target_modules"]:
+            continue
+        out_dim, in_dim = w.shape
+        a = (torch.rand(lo["r"], in_dim, generator=gen) * 2 - 1) / math.sqrt(in_dim)
+        b = torch.randn(out_dim, lo["r"], generator=gen) * 0.05
+        model.lora[proj] = (a, b, lo["alpha"] / lo["r"])
+        init[proj + ".lora_A.weight"] = a.flatten().tolist()
+        init[proj + ".lora_B.weight"] = b.flatten().tolist()
+    return init
+
+
+def load_micro():
+    """models/micro's config, its weights in float64, and the SHA-256 of its safetensors (each fixture records it)."""
     cfg = json.loads((MODEL / "config.json").read_text())
     weights = read_safetensors(MODEL / "model.safetensors")
-    digest = hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
+    return cfg, weights, hashlib.sha256((MODEL / "model.safetensors").read_bytes()).hexdigest()
+
+
+def select_cases(argv, cases):
+    """The cases named in argv (every one when none), refusing unknown names; seeds torch and pins one thread."""
+    only = set(argv)
+    unknown = only - set(cases)
+    assert not unknown, f"unknown cases {sorted(unknown)}; cases: {list(cases)}"
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    return [name for name in cases if not only or name in only]
+
+
+def main():
+    """Writes every case's fixture, or only the cases named on the command line."""
+    every = sorted(CASES) + sorted(CENTRALIZED_CASES) + sorted(MADPO_CASES) + sorted(IAC_CASES)
+    chosen = set(select_cases(sys.argv[1:], every))
+    cfg, weights, digest = load_micro()
     OUT.mkdir(parents=True, exist_ok=True)
     runs = ([(name, run_case, CASES) for name in sorted(CASES)]
             + [(name, run_case, CENTRALIZED_CASES) for name in sorted(CENTRALIZED_CASES)]
             + [(name, run_madpo_case, MADPO_CASES) for name in sorted(MADPO_CASES)]
             + [(name, run_iac_case, IAC_CASES) for name in sorted(IAC_CASES)])
     for name, run, cases in runs:
-        if only and name not in only:
+        if name not in chosen:
             continue
         config, rollout, init, expected = run(name, cases[name], cfg, weights)
         lora_init, head_init = (None, init) if run is run_iac_case else (init, None)

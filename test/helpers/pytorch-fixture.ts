@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TextSample } from '../../src/model/pretrained.js';
+import { jointIndices } from '../../src/rl/advantage.js';
+import type { Task } from '../../src/rl/task.js';
 
 /** A tensor as the scripts store it: whole (≤ 64 entries), or Σx², Σx·h(j) and a few entries. */
 export type Summary = { full: number[] } | { n: number; sumsq: number; proj: number; at: [number, number][] };
@@ -86,4 +88,87 @@ export function queueSampler(queues: Map<string, TextSample[]>, a: number): (pro
       if (!next) throw new Error(`agent ${a}: nothing recorded (left) for prompt ${p}`);
       return next;
     });
+}
+
+/** One node of a rollout the scripts recorded: per agent its prompt ids and G completions (ids, sampling log-probs); the joint rewards. */
+export interface RecordedNode {
+  turn: number;
+  parent: number | null;
+  parent_joint: number | null;
+  prompt_ids: number[][];
+  completion_ids: number[][][];
+  logprobs: number[][][];
+  rewards: number[];
+}
+export type RecordedRollout = { nodes: RecordedNode[] }[];
+
+/**
+ * The trainer's task for a recorded rollout: item j's prompt is the label `i<j>n0`, completion g of
+ * agent a at node k the label `i<j>n<k>a<a>g<g>`; rewards and transitions look the labels up.
+ * Centralized MAGRPO: the joint prompt is the label, and every role's output the joint completion's.
+ */
+export function replayTask(
+  rollout: RecordedRollout,
+  numAgents: number,
+  numGenerations: number,
+  jointMode: 'aligned' | 'cross' = 'aligned',
+): Task<{ prompt: string }> {
+  const joint = jointIndices(jointMode, numAgents, numGenerations);
+  const locate = (completions: readonly string[]) => {
+    const parsed = completions.map((c) => {
+      const m = /^i(\d+)n(\d+)a(\d+)g(\d+)$/.exec(c);
+      if (!m) throw new Error(`not a replay label: ${c}`);
+      return m.slice(1).map(Number);
+    });
+    const [item, node] = parsed[0];
+    const k = joint.findIndex((idx) => idx.every((g, a) => g === parsed[a][3]));
+    return { item, node, k };
+  };
+  return {
+    dataset: rollout.map((_, j) => ({ prompt: `i${j}n0` })),
+    reward: ({ completions }) => {
+      const { item, node, k } = locate(completions);
+      return rollout[item].nodes[node].rewards[k];
+    },
+    transition: ({ completions }) => {
+      const { item, node, k } = locate(completions);
+      const child = rollout[item].nodes.findIndex((n) => n.parent === node && n.parent_joint === k);
+      return new Array<string>(numAgents).fill(`i${item}n${child}`);
+    },
+    centralAdapter: { buildPrompt: (item) => item.prompt, parseCompletion: (c, _item, roles) => new Array<string>(roles).fill(c) },
+  };
+}
+
+/** Agent a's token sampler replaced by the record: prompt label → its G recorded completions, labelled as replayTask reads them. */
+export function rolloutSampler(rollout: RecordedRollout, a: number): (prompts: readonly string[]) => TextSample[] {
+  const queues = new Map<string, TextSample[]>();
+  for (const [j, item] of rollout.entries())
+    for (const [k, n] of item.nodes.entries())
+      queues.set(
+        `i${j}n${k}`,
+        n.completion_ids[a].map((ids, g) => ({
+          promptIds: n.prompt_ids[a],
+          completionIds: ids,
+          text: `i${j}n${k}a${a}g${g}`,
+          logprobs: n.logprobs[a][g],
+          finishReason: 'stop_token' as const,
+        })),
+      );
+  return queueSampler(queues, a);
+}
+
+type Data = { data: Float64Array | Float32Array };
+
+/** Sets a model's LoRA factors and a value head from a fixture's init, by TRL/PEFT name. */
+export function setInit(model: { lora: Map<string, { A: Data; B: Data }> }, head: { weight: Data; bias: Data } | null, init: Record<string, number[]>): void {
+  for (const [name, values] of Object.entries(init)) {
+    if (name === 'v_head.summary.weight') (head as NonNullable<typeof head>).weight.data.set(values);
+    else if (name === 'v_head.summary.bias') (head as NonNullable<typeof head>).bias.data.set(values);
+    else {
+      const m = /^(.+)\.lora_([AB])\.weight$/.exec(name) as RegExpExecArray;
+      const adapter = model.lora.get(m[1]);
+      assert.ok(adapter, `no LoRA adapter on ${m[1]}`);
+      (m[2] === 'A' ? adapter.A : adapter.B).data.set(values);
+    }
+  }
 }
