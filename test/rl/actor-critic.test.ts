@@ -18,11 +18,11 @@ import { actorCriticSamples } from '../../src/rl/algorithms/iac.js';
 import { jointCriticText, maacSamples } from '../../src/rl/algorithms/maac.js';
 import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
-import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MAACTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
+import { ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
 
 describe('MAAC and critic models: keys, defaults, refusals', () => {
   it("maac: the reference's MAACConfig defaults; what it cannot do is an error naming the key", () => {
@@ -116,25 +116,15 @@ describe('actor-critic samples: reference-KL shaping and the shared critic targe
 });
 
 describe('critic models end to end (tiny model, native backend)', () => {
-  type Item = { prompt: string };
   let dir = '';
   before(() => {
     setBackend('native');
     dir = makeTinyModel({ seed: 4 });
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
-  /** Each agent earns half a point for saying "a". */
-  const task: Task<Item> = {
-    dataset: Array.from({ length: 8 }, () => ({ prompt: 'go' })),
-    reward: ({ completions }) => completions.filter((c) => c === 'a').length / 2,
-  };
+  const task = sayA(8);
   const config: MagrpoConfigInput = {
-    max_new_tokens: 1,
-    temperature: 1,
-    top_k: null,
-    top_p: 1,
-    eval_interval: 0,
-    logging_steps: 1,
+    ...ONE_TOKEN,
     train_batch_size: 4,
     agent_learning_rate: 0.03,
     critic_learning_rate: 0.01,

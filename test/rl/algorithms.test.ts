@@ -24,6 +24,7 @@ import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
+import { agentWeights, ONE_TOKEN, sameWord, sayA } from '../helpers/tiny-run.js';
 
 describe('trainer.algorithm: keys, defaults, refusals', () => {
   it('magrpo is the default; the family members fix their baseline and default to no normalisation', () => {
@@ -117,27 +118,18 @@ describe('MADPO end to end (tiny model, native backend)', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
   /** Coordination: the team scores 1 when both agents say the same non-empty word. */
-  const task: Task<Item> = {
-    dataset: Array.from({ length: 6 }, () => ({ prompt: 'go' })),
-    reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0),
-  };
+  const task = sameWord(6);
   const config: MagrpoConfigInput = {
     algorithm: 'madpo',
     preference_num_candidates: 8,
     preference_pairs_per_sample: 4,
     dpo_beta: 0.5,
-    max_new_tokens: 1,
-    temperature: 1,
-    top_k: null,
-    top_p: 1,
-    eval_interval: 0,
-    logging_steps: 1,
+    ...ONE_TOKEN,
     train_batch_size: 4,
     agent_learning_rate: 0.02,
     num_train_epochs: 3,
   };
-  const weights = (t: MAGRPOTrainer<Item>, i: number) =>
-    new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+  const weights = agentWeights;
 
   it('pairs come from every item first, then the team learns to prefer the winners', async () => {
     const sink = new MemorySink();
@@ -431,26 +423,16 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
   });
 
   describe('end to end (tiny model, native backend)', () => {
-    type Item = { prompt: string };
     let dir = '';
     before(() => {
       setBackend('native');
       dir = makeTinyModel({ seed: 4 });
     });
     after(() => rmSync(dir, { recursive: true, force: true }));
-    /** Each agent earns half a point for saying "a". */
-    const task: Task<Item> = {
-      dataset: Array.from({ length: 8 }, () => ({ prompt: 'go' })),
-      reward: ({ completions }) => completions.filter((c) => c === 'a').length / 2,
-    };
+    const task = sayA(8);
     const config: MagrpoConfigInput = {
       algorithm: 'iac',
-      max_new_tokens: 1,
-      temperature: 1,
-      top_k: null,
-      top_p: 1,
-      eval_interval: 0,
-      logging_steps: 1,
+      ...ONE_TOKEN,
       train_batch_size: 4,
       agent_learning_rate: 0.03,
       num_train_epochs: 10,

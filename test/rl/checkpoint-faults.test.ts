@@ -16,24 +16,15 @@ import { setBackend } from '../../src/engine/runtime.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import { CheckpointWriteError, logSizes, readTrainerState, resolveCheckpoint, rollbackLogs } from '../../src/rl/checkpoint.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
-import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { optionalSkip } from '../helpers/skip.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
+import { type Item, ONE_TOKEN, sameWord } from '../helpers/tiny-run.js';
 
-type Item = { prompt: string };
-const task: Task<Item> = {
-  dataset: Array.from({ length: 6 }, () => ({ prompt: 'go' })),
-  reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0),
-};
+const task = sameWord(6);
 const config = (out: string): MagrpoConfigInput => ({
   num_generations: 2,
-  max_new_tokens: 1,
-  temperature: 1,
-  top_k: null,
-  top_p: 1,
-  eval_interval: 0,
-  logging_steps: 1,
+  ...ONE_TOKEN,
   early_termination_threshold: null,
   rollout_buffer_size: 1,
   num_train_epochs: 1,

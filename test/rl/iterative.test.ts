@@ -12,20 +12,16 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../src/engine/runtime.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
-import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import { resolveCheckpoint } from '../../src/rl/checkpoint.js';
 import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { IterativePreferenceTrainer } from '../../src/rl/iterative.js';
 import { meanLogRatio } from '../../src/rl/iterative-preference.js';
 import { MemorySink } from '../../src/rl/metrics.js';
-import type { Task } from '../../src/rl/task.js';
-import type { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { createTrainer, MADPOIterTrainer, MARLHFIterTrainer } from '../../src/rl/trainers.js';
 import { type ModelServer, startServer } from '../../src/serve/server.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
-
-type Item = { prompt: string };
+import { agentWeights, ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
 
 describe('trainer.iterative keys', () => {
   it('{} takes the reference defaults; the iterative configs pass fewer epochs', () => {
@@ -89,26 +85,17 @@ describe('iterative MADPO / MARLHF end to end (tiny models)', () => {
     rmSync(other, { recursive: true, force: true });
   });
   /** Both agents saying "a" scores 1, one of them 0.5. */
-  const task: Task<Item> = {
-    dataset: Array.from({ length: 3 }, () => ({ prompt: 'go' })),
-    reward: ({ completions }) => completions.filter((c) => c === 'a').length / 2,
-  };
+  const task = sayA(3);
   const config = (iterative: Record<string, unknown>, over: MagrpoConfigInput = {}): MagrpoConfigInput => ({
     algorithm: 'madpo',
     iterative: { num_iterations: 3, preference_num_candidates: 6, preference_pairs_per_sample: 3, drift_probe_items: 2, ...iterative },
     dpo_beta: 0.5,
-    max_new_tokens: 1,
-    temperature: 1,
-    top_k: null,
-    top_p: 1,
-    eval_interval: 0,
-    logging_steps: 1,
+    ...ONE_TOKEN,
     train_batch_size: 2,
     agent_learning_rate: 0.02,
     ...over,
   });
-  const weights = (t: MAGRPOTrainer<Item>, i: number): Map<string, Float32Array> =>
-    new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+  const weights = agentWeights;
 
   async function run(iterative: Record<string, unknown>, over: MagrpoConfigInput = {}) {
     const sink = new MemorySink();
@@ -241,13 +228,8 @@ describe('iterative MADPO / MARLHF end to end (tiny models)', () => {
         },
         num_train_epochs: 1,
         num_generations: 4,
-        max_new_tokens: 1,
-        temperature: 1,
-        top_k: null,
-        top_p: 1,
+        ...ONE_TOKEN,
         rollout_buffer_size: 1,
-        eval_interval: 0,
-        logging_steps: 1,
         agent_learning_rate: 0.01,
       },
     });

@@ -5,32 +5,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setBackend } from '../../src/engine/runtime.js';
-import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import type { TreeNode } from '../../src/rl/rollout.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
+import { agentWeights, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
 
-type Item = { prompt: string };
-const items = (n: number): Item[] => Array.from({ length: n }, () => ({ prompt: 'go' }));
+const items = goItems;
 const tmp = () => mkdtempSync(join(tmpdir(), 'magrpo-run-'));
-const weights = (t: MAGRPOTrainer<Item>, i: number) =>
-  new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+const weights = agentWeights;
 const changed = (a: Map<string, Float32Array>, b: Map<string, Float32Array>) => [...a].some(([k, v]) => v.some((x, j) => x !== b.get(k)?.[j]));
 const base: MagrpoConfigInput = {
-  max_new_tokens: 1,
-  temperature: 1,
-  top_k: null,
-  top_p: 1,
-  eval_interval: 0,
-  logging_steps: 1,
+  ...ONE_TOKEN,
   early_termination_threshold: null,
 };
 
 /** Coordination game: the team scores 1 when both agents say the same (non-empty) word. */
-const sameWord: Task<Item> = { dataset: items(48), reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0) };
+const sameWord: Task<Item> = sameWordTask(48);
 
 let dir = '';
 let dir2 = '';
