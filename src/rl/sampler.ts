@@ -97,7 +97,9 @@ export class LocalSampler implements Sampler {
     const together =
       local.length === samplers.length &&
       local.every((s) => s.lm.sample === LanguageModel.prototype.sample && s.lm.tokenizer === lead.lm.tokenizer && s.lm.model.sharesBaseWith(lead.lm.model));
-    if (!together) return null;
+    // Chat prompts also stop at the template's end of turn: one batch holds one kind.
+    const chat = requests.map((rs) => rs.some((r) => typeof r.prompt !== 'string'));
+    if (!together || chat.some((c) => c !== chat[0])) return null;
     const rows = local.map((s, i) => s.rows(requests[i]));
     const out = LanguageModel.sampleTogether(
       local.map((s, i) => ({ lm: s.lm, prompts: rows[i].prompts, rng: s.rng, rowRngs: rows[i].rowRngs })),

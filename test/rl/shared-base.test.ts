@@ -17,7 +17,7 @@ import { applyLora, mergeLora } from '../../src/model/lora.js';
 import { LanguageModel } from '../../src/model/pretrained.js';
 import type { CausalLM } from '../../src/model/transformer.js';
 import { type LossSample, PolicyAgent } from '../../src/rl/agent.js';
-import { setTeamDecode } from '../../src/rl/sampler.js';
+import { LocalSampler, setTeamDecode } from '../../src/rl/sampler.js';
 import { agentSpec } from '../helpers/agent-spec.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -108,6 +108,23 @@ describe('agents sharing a frozen base model', () => {
       }
     }
     assert.notDeepEqual(one.groups[0][0].completions[0].logprobs, one.groups[1][0].completions[0].logprobs, 'each agent under its own adapters');
+  });
+
+  it('chat and plain prompts in one call sample apart (their stop tokens differ); all-chat ones together', () => {
+    const chatDir = makeTinyModel({ hidden: 16, layers: 2, seed: 4, chat: true });
+    try {
+      const agents = [0, 1].map((i) => new PolicyAgent(agentSpec(chatDir, { index: i, seed: 1 + i, lora })));
+      const samplers = agents.map((a) => a.sampler);
+      const params = { maxNewTokens: 3, temperature: 1, topP: 1, topK: 0, stopStrings: [] };
+      const chat = [{ prompt: [{ role: 'user' as const, content: 'a b' }], n: 2 }];
+      const plain = [{ prompt: 'a b', n: 2 }];
+      assert.equal(LocalSampler.generateTogether(samplers, [chat, plain], params), null);
+      const both = LocalSampler.generateTogether(samplers, [chat, chat], params);
+      assert.equal(both?.length, 2);
+      assert.equal(both?.[1][0].completions.length, 2);
+    } finally {
+      rmSync(chatDir, { recursive: true, force: true });
+    }
   });
 
   it('a model with trainable weights is not shared; a shared one refuses mergeLora', () => {
