@@ -1,24 +1,17 @@
 /** `magrpo reward-model <config>`: MARLHF's first stage (run/reward-model.ts). */
 import { type Command, InvalidArgumentError } from 'commander';
-import { rewardModelRun } from '../run/reward-model.js';
+import { type RewardModelRunOptions, rewardModelRun } from '../run/reward-model.js';
 import { CLI, floatOption, intOption } from './options.js';
 
-interface Flags {
-  out?: string;
-  pairs?: string;
-  savePairs?: string;
-  base?: string;
-  candidates?: number;
-  pairsPerSample?: number | null;
-  pairSelection?: 'reward_gap' | 'all' | 'random';
+/** The run's options as commander names them; the training knobs carry the CLI's camelCase names. */
+type Flags = Pick<RewardModelRunOptions, 'out' | 'pairs' | 'savePairs' | 'base' | 'candidates' | 'pairsPerSample' | 'pairSelection' | 'set'> & {
   learningRate?: number;
   epochs?: number;
   batchSize?: number;
   maxLength?: number;
   freezeBackbone?: boolean;
   seed?: number;
-  set?: string[];
-}
+};
 
 function selectionOption(v: string): 'reward_gap' | 'all' | 'random' {
   if (v !== 'reward_gap' && v !== 'all' && v !== 'random') throw new InvalidArgumentError(`expected reward_gap, all or random, got "${v}"`);
