@@ -1,11 +1,16 @@
 /**
- * What the trainer tests on tiny models (tiny-model.ts) set up alike: one-token sampling without
- * evaluation, the "say a" and "same word" tasks, and a copy of an agent's weights.
+ * What the trainer tests on tiny models (tiny-model.ts) set up alike: a tiny model made for a
+ * describe block, one-token sampling without evaluation, the "say a" and "same word" tasks, the
+ * actor-critic runs' settings, and a copy of an agent's weights.
  */
+import { rmSync } from 'node:fs';
+import { after, before } from 'node:test';
+import { setBackend } from '../../src/engine/runtime.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import type { Task } from '../../src/rl/task.js';
 import type { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { makeTinyModel } from './tiny-model.js';
 
 export type Item = { prompt: string };
 
@@ -18,6 +23,20 @@ export const ONE_TOKEN = {
   eval_interval: 0,
   logging_steps: 1,
 } as const satisfies MagrpoConfigInput;
+
+/**
+ * A tiny model (`makeTinyModel(opts)`) on the native backend for the tests of the calling describe
+ * block: made before them and removed after; its folder is `.dir` once they run.
+ */
+export function useTinyModel(opts: Parameters<typeof makeTinyModel>[0] = {}): { readonly dir: string } {
+  const model = { dir: '' };
+  before(() => {
+    setBackend('native');
+    model.dir = makeTinyModel(opts);
+  });
+  after(() => rmSync(model.dir, { recursive: true, force: true }));
+  return model;
+}
 
 /** `n` items, each the prompt "go". */
 export const goItems = (n: number): Item[] => Array.from({ length: n }, () => ({ prompt: 'go' }));
@@ -33,6 +52,17 @@ export const sameWord = (n: number): Task<Item> => ({
   dataset: goItems(n),
   reward: ({ completions }) => (completions[0] !== '' && completions[0] === completions[1] ? 1 : 0),
 });
+
+/** The actor-critic runs on `sayA(8)`: one token, buffers of 4, learning rate 0.03, 10 epochs, no fluency metrics. */
+export const SAY_A_RUN = {
+  ...ONE_TOKEN,
+  train_batch_size: 4,
+  agent_learning_rate: 0.03,
+  num_train_epochs: 10,
+  fluency_metrics: false,
+} as const satisfies MagrpoConfigInput;
+
+export const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /** A copy of agent i's weights, by name. */
 export const agentWeights = (t: MAGRPOTrainer<Item>, i: number): Map<string, Float32Array> =>

@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { setBackend } from '../../src/engine/runtime.js';
+import { describe, it } from 'node:test';
 import { readSafetensors } from '../../src/model/safetensors.js';
 import { VALUE_HEAD_FILE } from '../../src/model/value-head.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
@@ -21,8 +20,7 @@ import { MemorySink } from '../../src/rl/metrics.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MAACTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
-import { makeTinyModel } from '../helpers/tiny-model.js';
-import { ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
+import { mean, SAY_A_RUN, sayA, useTinyModel } from '../helpers/tiny-run.js';
 
 describe('MAAC and critic models: keys, defaults, refusals', () => {
   it("maac: the reference's MAACConfig defaults; what it cannot do is an error naming the key", () => {
@@ -116,28 +114,15 @@ describe('actor-critic samples: reference-KL shaping and the shared critic targe
 });
 
 describe('critic models end to end (tiny model, native backend)', () => {
-  let dir = '';
-  before(() => {
-    setBackend('native');
-    dir = makeTinyModel({ seed: 4 });
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const tiny = useTinyModel({ seed: 4 });
   const task = sayA(8);
-  const config: MagrpoConfigInput = {
-    ...ONE_TOKEN,
-    train_batch_size: 4,
-    agent_learning_rate: 0.03,
-    critic_learning_rate: 0.01,
-    num_train_epochs: 10,
-    fluency_metrics: false,
-  };
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const config: MagrpoConfigInput = { ...SAY_A_RUN, critic_learning_rate: 0.01 };
 
   it('maac: the actors learn to say "a", the shared critic learns the joint value, and it is saved beside the agents', async () => {
     const out = mkdtempSync(join(tmpdir(), 'maac-'));
     try {
       const sink = new MemorySink();
-      const t = new MAACTrainer({ task, model: dir, sinks: [sink], config: { ...config, output_dir: out } });
+      const t = new MAACTrainer({ task, model: tiny.dir, sinks: [sink], config: { ...config, output_dir: out } });
       assert.equal(t.config.algorithm, 'maac');
       assert.equal((t.agents[0] as LocalAgent).agent.valueHead, null, 'the actors carry no head');
       const critic = t.critics?.models[0];
@@ -157,7 +142,7 @@ describe('critic models end to end (tiny model, native backend)', () => {
       assert.ok(Math.abs(v1 - mean(r.slice(-3))) < Math.abs(v0 - mean(r.slice(-3))) / 2, `V(joint) ${v0} → ${v1}, reward ${mean(r.slice(-3))}`);
       const saved = readSafetensors(join(out, 'final', 'critic', 'model', VALUE_HEAD_FILE));
       assert.deepEqual(Array.from(saved.get('v_head.summary.bias')?.data ?? []), Array.from(Float32Array.from(critic.head.bias.data)));
-      const resumed = new MAACTrainer({ task, model: dir, config: { ...config, output_dir: out } });
+      const resumed = new MAACTrainer({ task, model: tiny.dir, config: { ...config, output_dir: out } });
       await resumed.train({ resumeFrom: out });
       assert.deepEqual(Array.from(resumed.critics?.models[0].head.bias.data ?? []), Array.from(critic.head.bias.data));
       assert.equal(resumed.critics?.models[0].optimizer.state().step, 20);
@@ -173,16 +158,16 @@ describe('critic models end to end (tiny model, native backend)', () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'iac-sep-')), mkdtempSync(join(tmpdir(), 'iac-sep-'))];
     try {
       const sink = new MemorySink();
-      const full = new IACTrainer({ task, model: dir, sinks: [sink], config: { ...sep, output_dir: a } });
+      const full = new IACTrainer({ task, model: tiny.dir, sinks: [sink], config: { ...sep, output_dir: a } });
       assert.equal(full.critics?.models.length, 2, 'one critic per agent');
       assert.equal((full.agents[1] as LocalAgent).agent.valueHead, null, 'the actor carries no head');
       await full.train();
       assert.equal(sink.series('agent_1/value_loss').length, 4);
       assert.equal(sink.series('agent_1/critic_grad_norm').length, 4);
-      const first = new IACTrainer({ task, model: dir, config: { ...sep, output_dir: b } });
+      const first = new IACTrainer({ task, model: tiny.dir, config: { ...sep, output_dir: b } });
       await first.train({ maxItems: 6 });
       await first.close();
-      const resumed = new IACTrainer({ task, model: dir, config: { ...sep, output_dir: b } });
+      const resumed = new IACTrainer({ task, model: tiny.dir, config: { ...sep, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       for (const agent of ['agent_0', 'agent_1']) {
         for (const file of [join('model', 'model.safetensors'), join('critic', 'model', 'model.safetensors'), join('critic', 'model', VALUE_HEAD_FILE)]) {
@@ -210,9 +195,9 @@ describe('critic models end to end (tiny model, native backend)', () => {
     const small = { ...task, dataset: task.dataset.slice(0, 4) };
     const [a, b] = [mkdtempSync(join(tmpdir(), 'maac-')), mkdtempSync(join(tmpdir(), 'maac-'))];
     try {
-      const local = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: a } });
+      const local = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...lora, output_dir: a } });
       await local.train();
-      const mp = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: b, parallel_training: 'mp' } });
+      const mp = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...lora, output_dir: b, parallel_training: 'mp' } });
       await mp.train();
       for (const file of [
         join('agent_0', 'adapter', 'adapter_model.safetensors'),

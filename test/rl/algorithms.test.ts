@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
-import { setBackend } from '../../src/engine/runtime.js';
 import { readSafetensors } from '../../src/model/safetensors.js';
 import { VALUE_HEAD_FILE } from '../../src/model/value-head.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
@@ -23,8 +22,7 @@ import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
-import { makeTinyModel } from '../helpers/tiny-model.js';
-import { agentWeights, ONE_TOKEN, sameWord, sayA } from '../helpers/tiny-run.js';
+import { agentWeights, mean, ONE_TOKEN, SAY_A_RUN, sameWord, sayA, useTinyModel } from '../helpers/tiny-run.js';
 
 describe('trainer.algorithm: keys, defaults, refusals', () => {
   it('magrpo is the default; the family members fix their baseline and default to no normalisation', () => {
@@ -111,12 +109,7 @@ describe('MADPO pair selection (CoMLRL _select_preference_pair_indices)', () => 
 
 describe('MADPO end to end (tiny model, native backend)', () => {
   type Item = { prompt: string };
-  let dir = '';
-  before(() => {
-    setBackend('native');
-    dir = makeTinyModel({ seed: 3 });
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const tiny = useTinyModel({ seed: 3 });
   /** Coordination: the team scores 1 when both agents say the same non-empty word. */
   const task = sameWord(6);
   const config: MagrpoConfigInput = {
@@ -133,7 +126,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
 
   it('pairs come from every item first, then the team learns to prefer the winners', async () => {
     const sink = new MemorySink();
-    const t = new MAGRPOTrainer({ task, model: dir, sinks: [sink], config });
+    const t = new MAGRPOTrainer({ task, model: tiny.dir, sinks: [sink], config });
     assert.equal(t.totalItems, 6, 'offline: each item is rolled out once, whatever num_train_epochs');
     await t.train();
     const pairs = (t as unknown as { buffers: unknown[][] }).buffers[0].length;
@@ -155,12 +148,12 @@ describe('MADPO end to end (tiny model, native backend)', () => {
   it('a run stopped mid-pass and resumed redraws the same order and ends with the same weights', async () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
     try {
-      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      const full = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: a } });
       await full.train();
       let steps = 0;
       const first: MAGRPOTrainer<Item> = new MAGRPOTrainer({
         task,
-        model: dir,
+        model: tiny.dir,
         config: { ...config, output_dir: b },
         callbacks: [{ onLog: ({ metrics }) => void ('agent_0/loss' in metrics && ++steps === 2 && first.requestStop()) }],
       });
@@ -168,7 +161,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       await first.close();
       const state = JSON.parse(readFileSync(join(resolveCheckpoint(b), 'trainer_state.json'), 'utf8'));
       assert.deepEqual([state.epoch, state.index], [0, 6 + 2], 'stopped after two minibatches of the first pass');
-      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
       for (let i = 0; i < 2; i++) {
@@ -184,13 +177,13 @@ describe('MADPO end to end (tiny model, native backend)', () => {
   });
 
   it("the reference library's class names: MADPOTrainer is MAGRPOTrainer with algorithm madpo", async () => {
-    const t = new MADPOTrainer({ task, model: dir, config });
+    const t = new MADPOTrainer({ task, model: tiny.dir, config });
     assert.ok(t instanceof MAGRPOTrainer);
     assert.equal(t.config.algorithm, 'madpo');
     assert.equal(t.algorithm.schedule, 'offline');
     await t.close();
     assert.throws(
-      () => new MADPOTrainer({ task, model: dir, config: { ...config, algorithm: 'magrpo' } }),
+      () => new MADPOTrainer({ task, model: tiny.dir, config: { ...config, algorithm: 'magrpo' } }),
       (e: unknown) =>
         e instanceof ConfigError && /^algorithm: MADPOTrainer trains with algorithm madpo, got "magrpo"/.test(`${e.issues[0].path}: ${e.issues[0].message}`),
     );
@@ -200,9 +193,9 @@ describe('MADPO end to end (tiny model, native backend)', () => {
     const small = { ...task, dataset: task.dataset.slice(0, 3) };
     const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
     try {
-      const local = new MAGRPOTrainer({ task: small, model: dir, config: { ...config, num_train_epochs: 1, output_dir: a } });
+      const local = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...config, num_train_epochs: 1, output_dir: a } });
       await local.train();
-      const mp = new MAGRPOTrainer({ task: small, model: dir, config: { ...config, num_train_epochs: 1, output_dir: b, parallel_training: 'mp' } });
+      const mp = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...config, num_train_epochs: 1, output_dir: b, parallel_training: 'mp' } });
       await mp.train();
       for (const agent of ['agent_0', 'agent_1']) {
         const wa = readFileSync(join(a, 'final', agent, 'model', 'model.safetensors'));
@@ -220,12 +213,12 @@ describe('MADPO end to end (tiny model, native backend)', () => {
   it('a run stopped after its first epoch and resumed ends with the same weights; the checkpoint holds the pairs', async () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'madpo-')), mkdtempSync(join(tmpdir(), 'madpo-'))];
     try {
-      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a } });
+      const full = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: a } });
       await full.train();
       let saves = 0;
       const first: MAGRPOTrainer<Item> = new MAGRPOTrainer({
         task,
-        model: dir,
+        model: tiny.dir,
         config: { ...config, output_dir: b },
         // checkpoints: after the last item, then after each epoch; stop once the first epoch is saved
         callbacks: [{ onSave: () => void (++saves === 2 && first.requestStop()) }],
@@ -235,7 +228,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       const state = JSON.parse(readFileSync(join(resolveCheckpoint(b), 'trainer_state.json'), 'utf8'));
       assert.equal(state.epoch, 1, 'stopped before the second epoch');
       assert.ok(state.buffers[0].length > 0 && state.buffers[0][0].loss.preference, 'the pairs are saved');
-      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
+      const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
       for (let i = 0; i < 2; i++) {
@@ -253,12 +246,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
 
 describe('centralized MAGRPO: one joint policy for every role', () => {
   type Item = { prompt: string };
-  let dir = '';
-  before(() => {
-    setBackend('native');
-    dir = makeTinyModel({ seed: 4 });
-  });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const tiny = useTinyModel({ seed: 4 });
 
   it("the tagged adapter writes CoMLRL's prompt and parses its sections", () => {
     assert.equal(
@@ -368,7 +356,7 @@ Return exactly one section for each agent in this format:
 
   it('is MAGRPO with one agent on the joint task: the same run as GRPO on it written by hand, and it learns', async () => {
     const sink = new MemorySink();
-    const central = new MAGRPOTrainer({ task: roles, model: dir, sinks: [sink], config: { ...config, algorithm: 'centralized_magrpo' } });
+    const central = new MAGRPOTrainer({ task: roles, model: tiny.dir, sinks: [sink], config: { ...config, algorithm: 'centralized_magrpo' } });
     await central.train();
     const joint: Task<Item> = {
       ...roles,
@@ -376,13 +364,12 @@ Return exactly one section for each agent in this format:
       reward: ({ completions }) => roleReward({ completions: words.parseCompletion(completions[0], { prompt: 'go' }, 2) as string[] }),
       evalMetrics: undefined,
     };
-    const grpo = new MAGRPOTrainer({ task: joint, model: dir, config });
+    const grpo = new MAGRPOTrainer({ task: joint, model: tiny.dir, config });
     await grpo.train();
     const w = (t: MAGRPOTrainer<Item>) => (t.agents[0] as LocalAgent).agent.lm.model.params;
     for (const [k, p] of w(grpo)) assert.deepEqual(w(central).get(k)?.data, p.data, k);
     assert.deepEqual(seen, [2, 2, 2], 'eval metrics (items 0, 12 and the end) see one output per role');
     const r = sink.series('turn_1/reward_mean').map((p) => p.value);
-    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     assert.ok(mean(r.slice(-6)) > mean(r.slice(0, 6)) + 0.3, `reward ${mean(r.slice(0, 6))} → ${mean(r.slice(-6))}`);
     await central.close();
     await grpo.close();
@@ -423,27 +410,15 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
   });
 
   describe('end to end (tiny model, native backend)', () => {
-    let dir = '';
-    before(() => {
-      setBackend('native');
-      dir = makeTinyModel({ seed: 4 });
-    });
-    after(() => rmSync(dir, { recursive: true, force: true }));
+    const tiny = useTinyModel({ seed: 4 });
     const task = sayA(8);
-    const config: MagrpoConfigInput = {
-      algorithm: 'iac',
-      ...ONE_TOKEN,
-      train_batch_size: 4,
-      agent_learning_rate: 0.03,
-      num_train_epochs: 10,
-      fluency_metrics: false,
-    };
+    const config: MagrpoConfigInput = { algorithm: 'iac', ...SAY_A_RUN };
 
     it('the actors learn to say "a", the heads learn the value, and the heads are saved beside the weights', async () => {
       const out = mkdtempSync(join(tmpdir(), 'iac-'));
       try {
         const sink = new MemorySink();
-        const t = new IACTrainer({ task, model: dir, sinks: [sink], config: { ...config, output_dir: out } });
+        const t = new IACTrainer({ task, model: tiny.dir, sinks: [sink], config: { ...config, output_dir: out } });
         assert.equal(t.config.algorithm, 'iac');
         const agent = (t.agents[0] as LocalAgent).agent;
         const head = agent.valueHead;
@@ -452,7 +427,6 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
         const v0 = value();
         await t.train();
         const r = sink.series('turn_1/reward_mean').map((p) => p.value);
-        const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
         assert.ok(mean(r.slice(-3)) > mean(r.slice(0, 3)) + 0.3, `reward ${mean(r.slice(0, 3))} → ${mean(r.slice(-3))}`);
         // 80 items, buffers of 8: 10 drains of 2 minibatches each
         assert.equal(sink.series('agent_0/loss').length, 10);
@@ -465,7 +439,7 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
         const saved = readSafetensors(join(out, 'final', 'agent_0', 'model', VALUE_HEAD_FILE));
         assert.deepEqual(Array.from(saved.get('v_head.summary.weight')?.data ?? []), Array.from(Float32Array.from(head.weight.data)));
         // a resumed run reads the head back from the checkpoint
-        const resumed = new IACTrainer({ task, model: dir, config: { ...config, output_dir: out } });
+        const resumed = new IACTrainer({ task, model: tiny.dir, config: { ...config, output_dir: out } });
         await resumed.train({ resumeFrom: out });
         assert.deepEqual(Array.from((resumed.agents[0] as LocalAgent).agent.valueHead?.bias.data ?? []), Array.from(head.bias.data));
         await t.close();
@@ -480,12 +454,12 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
       const small = { ...task, dataset: task.dataset.slice(0, 4) };
       const [a, b] = [mkdtempSync(join(tmpdir(), 'iac-')), mkdtempSync(join(tmpdir(), 'iac-'))];
       try {
-        const local = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: a } });
+        const local = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...lora, output_dir: a } });
         const head = (local.agents[1] as LocalAgent).agent.valueHead;
         const start = Float32Array.from(head?.weight.data ?? []);
         await local.train();
         assert.notDeepEqual(Float32Array.from(head?.weight.data ?? []), start, 'the head trains while the base is frozen');
-        const mp = new MAGRPOTrainer({ task: small, model: dir, config: { ...lora, output_dir: b, parallel_training: 'mp' } });
+        const mp = new MAGRPOTrainer({ task: small, model: tiny.dir, config: { ...lora, output_dir: b, parallel_training: 'mp' } });
         await mp.train();
         for (const agent of ['agent_0', 'agent_1']) {
           for (const file of ['adapter_model.safetensors', VALUE_HEAD_FILE]) {
