@@ -1,15 +1,19 @@
 /**
  * Shared by the tests that replay PyTorch float64 fixtures (scripts/make_*_fixtures.py) through
- * the trainers: loading the fixtures of a folder, checking they were made from the shipped
- * models/micro, tolerance comparisons, the scripts' tensor summaries, and a token sampler that
- * hands out recorded completions.
+ * the trainers: the fields every fixture has, loading the fixtures of a folder, checking they were
+ * made from the shipped models/micro, the backends they run on, tolerance comparisons, the
+ * scripts' tensor summaries, and a token sampler that hands out recorded completions.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type BackendName, type DType, setBackend, setDType } from '../../src/engine/runtime.js';
 import type { TextSample } from '../../src/model/pretrained.js';
 import { jointIndices } from '../../src/rl/advantage.js';
+import type { PolicyAgent } from '../../src/rl/agent.js';
+import type { LocalLearner } from '../../src/rl/learner.js';
 import type { Task } from '../../src/rl/task.js';
 
 /** A tensor as the scripts store it: whole (≤ 64 entries), or Σx², Σx·h(j) and a few entries. */
@@ -17,12 +21,62 @@ export type Summary = { full: number[] } | { n: number; sumsq: number; proj: num
 /** Per parameter (by TRL/PEFT name): the updated weight and the AdamW moments. */
 export type ParamSummaries = Record<string, { w: Summary; m: Summary; v: Summary }>;
 
+/** What every fixture names: its case, and the model it was made from with that model's SHA-256. */
+export interface FixtureCase {
+  case: string;
+  model: string;
+  model_sha256: string;
+}
+
+/** What the trainer logs per drain (optimizer step), as the scripts computed it. */
+export interface DrainMetrics {
+  loss: number;
+  grad_norm: number;
+  entropy: number;
+  completion_length: number;
+  lr: number;
+}
+
+/** One agent's expected run: per drain its metrics, the optimizer steps, and the updated parameters. */
+export interface AgentExpected<D extends DrainMetrics = DrainMetrics> {
+  drains: D[];
+  optimizer_steps: number;
+  params: ParamSummaries;
+}
+
 /** Every fixture (*.json) of `dir`, by file name. */
 export function loadFixtures<F>(dir: string): F[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .sort()
     .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as F);
+}
+
+/** The fixtures of `dir`, and a test that there are at least `min`, made from the shipped models/micro. */
+export function parityFixtures<F extends FixtureCase>(dir: string, min: number, regenerate: string): F[] {
+  const fixtures = loadFixtures<F>(dir);
+  it('has the fixtures, made from the shipped models/micro', () => assertFromShippedMicro(fixtures, min, regenerate));
+  return fixtures;
+}
+
+/** Where the fixtures are replayed: the float64 reference backend to 1e-9, the production path to 1e-3. */
+export const PARITY_SETUPS: readonly { name: string; backend: BackendName; dtype: DType; tol: number }[] = [
+  { name: 'reference backend, float64', backend: 'reference', dtype: 'float64', tol: 1e-9 },
+  { name: 'native backend, float32 (the production path)', backend: 'native', dtype: 'float32', tol: 1e-3 },
+];
+
+/** One describe block per PARITY_SETUPS entry, titled "<title>, <setup name>", on its backend and dtype (float32 again after); `body` gets its tolerance. */
+export function describeOnSetups(title: string, body: (tol: number) => void): void {
+  for (const { name, backend, dtype, tol } of PARITY_SETUPS) {
+    describe(`${title}, ${name}`, () => {
+      before(() => {
+        setBackend(backend);
+        setDType(dtype);
+      });
+      after(() => setDType('float32'));
+      body(tol);
+    });
+  }
 }
 
 /** At least `min` fixtures, each made from the models/micro this checkout ships. */
@@ -78,6 +132,26 @@ export function compareParams(
     compareSummary(buffers[name].m, s.m, `${who} ${name} (AdamW m)`, tol);
     compareSummary(buffers[name].v, s.v, `${who} ${name} (AdamW v)`, tol);
   }
+}
+
+/**
+ * Agent `a`'s logged metrics (`series(key)`: the values of a metric, in order) against each of
+ * PyTorch's drains; `unit` names one in messages (a drain, an iterative step).
+ */
+export function compareDrains(series: (key: string) => number[], a: number, drains: readonly DrainMetrics[], who: string, tol: number, unit = 'drain'): void {
+  for (const key of ['loss', 'grad_norm', 'entropy', 'completion_length', 'lr'] as const) {
+    const got = series(`agent_${a}/${key}`);
+    assert.equal(got.length, drains.length, `${who}: ${got.length} ${unit}s logged, PyTorch has ${drains.length}`);
+    for (const [d, e] of drains.entries()) close(got[d], e[key], Math.abs(e[key]) + (key === 'loss' ? 1 : 0), `${who} ${unit} ${d} ${key}`, tol);
+  }
+}
+
+/** An in-process agent's optimizer steps, updated weights (with its value head's) and AdamW moments against PyTorch's. */
+export function compareAgentState(agent: PolicyAgent, exp: AgentExpected, who: string, tol: number): void {
+  const state = (agent.learner as LocalLearner).optimizer.state();
+  assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);
+  const params = new Map([...agent.lm.model.trainableParams(), ...(agent.valueHead?.params() ?? [])].map((p) => [p.name as string, p]));
+  compareParams(params, state.buffers, exp.params, who, tol);
 }
 
 /** A replacement for `lm.sample` of agent `a`: per prompt text, the recorded completions in order. */

@@ -11,120 +11,99 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type BackendName, type DType, setBackend, setDType } from '../../src/engine/runtime.js';
+import { it } from 'node:test';
 import type { TextSample } from '../../src/model/pretrained.js';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
-import type { LocalLearner } from '../../src/rl/learner.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import { MADPOIterTrainer } from '../../src/rl/trainers.js';
-import { assertFromShippedMicro, close, compareParams, loadFixtures, type ParamSummaries, queueSampler } from '../helpers/pytorch-fixture.js';
+import {
+  type AgentExpected,
+  close,
+  compareAgentState,
+  compareDrains,
+  describeOnSetups,
+  type FixtureCase,
+  parityFixtures,
+  queueSampler,
+} from '../helpers/pytorch-fixture.js';
 
 const DIR = join('test', 'fixtures', 'iterative');
 const REGENERATE = '.cache/venv-learner/bin/python scripts/make_iterative_fixtures.py';
 
-interface Fixture {
-  case: string;
-  model: string;
-  model_sha256: string;
+interface Fixture extends FixtureCase {
   config: MagrpoConfigInput & { num_agents: number };
   prompts: number[][];
   /** Per agent, per item label: what the sampler hands out, in call order (team, then comparator, per iteration). */
   samples: Record<string, { ids: number[]; logprobs: number[]; text: string }[]>[];
   /** The joint reward of each joint action, by its completions' labels joined with "|". */
   rewards: Record<string, number>;
-  expected: {
-    drains: { loss: number; grad_norm: number; entropy: number; completion_length: number; lr: number }[];
-    optimizer_steps: number;
-    params: ParamSummaries;
-  }[];
+  expected: AgentExpected[];
   /** Per optimizer step: the team's preference/accuracy and preference/margin before it. */
   team: { accuracy: number; margin: number; min_abs_z: number }[];
   iterations: { pairs: number }[];
   drift: { logratio_prev: number; logratio_initial: number }[][];
 }
 
-const fixtures = loadFixtures<Fixture>(DIR);
+const fixtures = parityFixtures<Fixture>(DIR, 1, REGENERATE);
 
-it('has the fixtures, made from the shipped models/micro', () => assertFromShippedMicro(fixtures, 1, REGENERATE));
-
-const SETUPS: { name: string; backend: BackendName; dtype: DType; tol: number }[] = [
-  { name: 'reference backend, float64', backend: 'reference', dtype: 'float64', tol: 1e-9 },
-  { name: 'native backend, float32 (the production path)', backend: 'native', dtype: 'float32', tol: 1e-3 },
-];
-
-for (const { name, backend, dtype, tol } of SETUPS) {
-  describe(`iterative MADPO vs PyTorch float64 on recorded comparisons, ${name}`, () => {
-    before(() => {
-      setBackend(backend);
-      setDType(dtype);
-    });
-    after(() => setDType('float32'));
-
-    for (const fx of fixtures) {
-      it(fx.case, async () => {
-        const sink = new MemorySink();
-        const task = {
-          dataset: fx.prompts.map((_, j) => ({ prompt: `i${j}` })),
-          reward: ({ completions }: { completions: readonly string[] }) => {
-            const r = fx.rewards[completions.join('|')];
-            assert.ok(r !== undefined, `no recorded reward for ${completions.join('|')}`);
-            return r;
-          },
-        };
-        const t = new MADPOIterTrainer({ task, model: fx.model, sinks: [sink], config: fx.config });
-        for (const handle of t.agents) {
-          const a = handle.index;
-          const queues = new Map<string, TextSample[]>(
-            Object.entries(fx.samples[a]).map(([label, xs]) => [
-              label,
-              xs.map((x) => ({
-                promptIds: fx.prompts[Number(label.slice(1))],
-                completionIds: x.ids,
-                text: x.text,
-                logprobs: x.logprobs,
-                finishReason: 'stop_token' as const,
-              })),
-            ]),
-          );
-          (handle as LocalAgent).agent.lm.sample = queueSampler(queues, a);
-        }
-        await t.train();
-
-        const series = (key: string) => sink.series(key).map((p) => p.value);
-        assert.deepEqual(
-          series('iter/current_preference_pairs'),
-          fx.iterations.map((x) => x.pairs),
-          'pairs per iteration',
+describeOnSetups('iterative MADPO vs PyTorch float64 on recorded comparisons', (tol) => {
+  for (const fx of fixtures) {
+    it(fx.case, async () => {
+      const sink = new MemorySink();
+      const task = {
+        dataset: fx.prompts.map((_, j) => ({ prompt: `i${j}` })),
+        reward: ({ completions }: { completions: readonly string[] }) => {
+          const r = fx.rewards[completions.join('|')];
+          assert.ok(r !== undefined, `no recorded reward for ${completions.join('|')}`);
+          return r;
+        },
+      };
+      const t = new MADPOIterTrainer({ task, model: fx.model, sinks: [sink], config: fx.config });
+      for (const handle of t.agents) {
+        const a = handle.index;
+        const queues = new Map<string, TextSample[]>(
+          Object.entries(fx.samples[a]).map(([label, xs]) => [
+            label,
+            xs.map((x) => ({
+              promptIds: fx.prompts[Number(label.slice(1))],
+              completionIds: x.ids,
+              text: x.text,
+              logprobs: x.logprobs,
+              finishReason: 'stop_token' as const,
+            })),
+          ]),
         );
-        for (const [a, exp] of fx.expected.entries()) {
-          const agent = (t.agents[a] as LocalAgent).agent;
-          const who = `${fx.case} agent ${a}`;
-          for (const key of ['loss', 'grad_norm', 'entropy', 'completion_length', 'lr'] as const) {
-            const got = series(`agent_${a}/${key}`);
-            assert.equal(got.length, exp.drains.length, `${who}: ${got.length} steps logged, PyTorch has ${exp.drains.length}`);
-            for (const [d, e] of exp.drains.entries()) close(got[d], e[key], Math.abs(e[key]) + (key === 'loss' ? 1 : 0), `${who} step ${d} ${key}`, tol);
-          }
-          for (const key of ['logratio_prev', 'logratio_initial'] as const) {
-            const got = series(`drift/agent_${a}/${key}`);
-            assert.equal(got.length, fx.drift.length, `${who}: drift entries`);
-            for (const [k, d] of fx.drift.entries()) close(got[k], d[a][key], Math.abs(d[a][key]) + 1, `${who} iteration ${k} drift ${key}`, tol);
-          }
-          const state = (agent.learner as LocalLearner).optimizer.state();
-          assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);
-          compareParams(new Map(agent.lm.model.trainableParams().map((p) => [p.name as string, p])), state.buffers, exp.params, who, tol);
+        (handle as LocalAgent).agent.lm.sample = queueSampler(queues, a);
+      }
+      await t.train();
+
+      const series = (key: string) => sink.series(key).map((p) => p.value);
+      assert.deepEqual(
+        series('iter/current_preference_pairs'),
+        fx.iterations.map((x) => x.pairs),
+        'pairs per iteration',
+      );
+      for (const [a, exp] of fx.expected.entries()) {
+        const agent = (t.agents[a] as LocalAgent).agent;
+        const who = `${fx.case} agent ${a}`;
+        compareDrains(series, a, exp.drains, who, tol, 'step');
+        for (const key of ['logratio_prev', 'logratio_initial'] as const) {
+          const got = series(`drift/agent_${a}/${key}`);
+          assert.equal(got.length, fx.drift.length, `${who}: drift entries`);
+          for (const [k, d] of fx.drift.entries()) close(got[k], d[a][key], Math.abs(d[a][key]) + 1, `${who} iteration ${k} drift ${key}`, tol);
         }
-        const margin = series('preference/margin');
-        const accuracy = series('preference/accuracy');
-        assert.equal(margin.length, fx.team.length, 'one team entry per optimizer step');
-        for (const [s, e] of fx.team.entries()) {
-          close(margin[s], e.margin, Math.abs(e.margin) + 1, `${fx.case} step ${s} preference/margin`, tol);
-          // z = β(Σ_j Δ_j − Δ_ref) is 0 up to rounding at each iteration's first step: its sign is noise there
-          if (e.min_abs_z > 1e-6) assert.equal(accuracy[s], e.accuracy, `${fx.case} step ${s} preference/accuracy`);
-        }
-        await t.close();
-      });
-    }
-  });
-}
+        compareAgentState(agent, exp, who, tol);
+      }
+      const margin = series('preference/margin');
+      const accuracy = series('preference/accuracy');
+      assert.equal(margin.length, fx.team.length, 'one team entry per optimizer step');
+      for (const [s, e] of fx.team.entries()) {
+        close(margin[s], e.margin, Math.abs(e.margin) + 1, `${fx.case} step ${s} preference/margin`, tol);
+        // z = β(Σ_j Δ_j − Δ_ref) is 0 up to rounding at each iteration's first step: its sign is noise there
+        if (e.min_abs_z > 1e-6) assert.equal(accuracy[s], e.accuracy, `${fx.case} step ${s} preference/accuracy`);
+      }
+      await t.close();
+    });
+  }
+});

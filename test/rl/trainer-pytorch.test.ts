@@ -12,19 +12,20 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { type BackendName, type DType, setBackend, setDType } from '../../src/engine/runtime.js';
+import { it } from 'node:test';
 import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
-import type { LocalLearner } from '../../src/rl/learner.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import {
-  assertFromShippedMicro,
+  type AgentExpected,
   close,
-  compareParams,
-  loadFixtures,
-  type ParamSummaries,
+  compareAgentState,
+  compareDrains,
+  type DrainMetrics,
+  describeOnSetups,
+  type FixtureCase,
+  parityFixtures,
   type RecordedRollout,
   replayTask,
   rolloutSampler,
@@ -34,79 +35,50 @@ import {
 const DIR = join('test', 'fixtures', 'trainer');
 const REGENERATE = '/usr/bin/python3 scripts/make_trainer_fixtures.py';
 
-interface Fixture {
-  case: string;
-  model: string;
-  model_sha256: string;
+interface Fixture extends FixtureCase {
   config: MagrpoConfigInput & { num_agents: number; num_generations: number; joint_mode?: 'aligned' | 'cross' };
   lora_init: Record<string, number[]>[] | null;
   /** Actor-critic cases: each agent's starting value head, by TRL name. */
   value_head_init?: Record<string, number[]>[];
   rollout: RecordedRollout;
-  expected: {
-    drains: { loss: number; grad_norm: number; entropy: number; completion_length: number; lr: number; steps: number; value_loss?: number }[];
-    optimizer_steps: number;
-    params: ParamSummaries;
-  }[];
+  expected: AgentExpected<DrainMetrics & { steps: number; value_loss?: number }>[];
 }
 
-const fixtures = loadFixtures<Fixture>(DIR);
+const fixtures = parityFixtures<Fixture>(DIR, 6, REGENERATE);
 
-it('has the fixtures, made from the shipped models/micro', () => assertFromShippedMicro(fixtures, 6, REGENERATE));
-
-const SETUPS: { name: string; backend: BackendName; dtype: DType; tol: number }[] = [
-  { name: 'reference backend, float64', backend: 'reference', dtype: 'float64', tol: 1e-9 },
-  { name: 'native backend, float32 (the production path)', backend: 'native', dtype: 'float32', tol: 1e-3 },
-];
-
-for (const { name, backend, dtype, tol } of SETUPS) {
-  describe(`trainer vs PyTorch float64 on recorded rollouts, ${name}`, () => {
-    before(() => {
-      setBackend(backend);
-      setDType(dtype);
-    });
-    after(() => setDType('float32'));
-
-    for (const fx of fixtures) {
-      it(fx.case, async () => {
-        const sink = new MemorySink();
-        const { num_agents: N, num_generations: G, joint_mode } = fx.config;
-        const t = new MAGRPOTrainer({
-          task: replayTask(fx.rollout, N, G, joint_mode === 'cross' ? 'cross' : 'aligned'),
-          model: fx.model,
-          sinks: [sink],
-          config: fx.config,
-        });
-        for (const handle of t.agents) {
-          const agent = (handle as LocalAgent).agent;
-          agent.lm.sample = rolloutSampler(fx.rollout, handle.index);
-          setInit(agent.lm.model, null, fx.lora_init?.[handle.index] ?? {});
-          assert.equal(agent.valueHead !== null, fx.value_head_init !== undefined, `${fx.case}: a value head exactly when the case has one`);
-          setInit(agent.lm.model, agent.valueHead, fx.value_head_init?.[handle.index] ?? {});
-        }
-        await t.train();
-
-        for (const [a, exp] of fx.expected.entries()) {
-          const agent = (t.agents[a] as LocalAgent).agent;
-          const who = `${fx.case} agent ${a}`;
-          for (const key of ['loss', 'grad_norm', 'entropy', 'completion_length', 'lr'] as const) {
-            const got = sink.series(`agent_${a}/${key}`).map((p) => p.value);
-            assert.equal(got.length, exp.drains.length, `${who}: ${got.length} drains logged, PyTorch has ${exp.drains.length}`);
-            for (const [d, e] of exp.drains.entries()) close(got[d], e[key], Math.abs(e[key]) + (key === 'loss' ? 1 : 0), `${who} drain ${d} ${key}`, tol);
-          }
-          // actor-critic cases: the value term on its own
-          const valueLoss = sink.series(`agent_${a}/value_loss`).map((p) => p.value);
-          assert.equal(valueLoss.length, exp.drains.filter((e) => e.value_loss !== undefined).length, `${who}: value_loss entries`);
-          for (const [d, e] of exp.drains.entries())
-            if (e.value_loss !== undefined) close(valueLoss[d], e.value_loss, Math.abs(e.value_loss) + 1, `${who} drain ${d} value_loss`, tol);
-          assert.equal(agent.spec.totalSteps, exp.optimizer_steps, `${who}: LR schedule length`);
-          const state = (agent.learner as LocalLearner).optimizer.state();
-          assert.equal(state.step, exp.optimizer_steps, `${who}: optimizer steps`);
-          const params = new Map([...agent.lm.model.trainableParams(), ...(agent.valueHead?.params() ?? [])].map((p) => [p.name as string, p]));
-          compareParams(params, state.buffers, exp.params, who, tol);
-        }
-        await t.close();
+describeOnSetups('trainer vs PyTorch float64 on recorded rollouts', (tol) => {
+  for (const fx of fixtures) {
+    it(fx.case, async () => {
+      const sink = new MemorySink();
+      const { num_agents: N, num_generations: G, joint_mode } = fx.config;
+      const t = new MAGRPOTrainer({
+        task: replayTask(fx.rollout, N, G, joint_mode === 'cross' ? 'cross' : 'aligned'),
+        model: fx.model,
+        sinks: [sink],
+        config: fx.config,
       });
-    }
-  });
-}
+      for (const handle of t.agents) {
+        const agent = (handle as LocalAgent).agent;
+        agent.lm.sample = rolloutSampler(fx.rollout, handle.index);
+        setInit(agent.lm.model, null, fx.lora_init?.[handle.index] ?? {});
+        assert.equal(agent.valueHead !== null, fx.value_head_init !== undefined, `${fx.case}: a value head exactly when the case has one`);
+        setInit(agent.lm.model, agent.valueHead, fx.value_head_init?.[handle.index] ?? {});
+      }
+      await t.train();
+
+      for (const [a, exp] of fx.expected.entries()) {
+        const agent = (t.agents[a] as LocalAgent).agent;
+        const who = `${fx.case} agent ${a}`;
+        compareDrains((key) => sink.series(key).map((p) => p.value), a, exp.drains, who, tol);
+        // actor-critic cases: the value term on its own
+        const valueLoss = sink.series(`agent_${a}/value_loss`).map((p) => p.value);
+        assert.equal(valueLoss.length, exp.drains.filter((e) => e.value_loss !== undefined).length, `${who}: value_loss entries`);
+        for (const [d, e] of exp.drains.entries())
+          if (e.value_loss !== undefined) close(valueLoss[d], e.value_loss, Math.abs(e.value_loss) + 1, `${who} drain ${d} value_loss`, tol);
+        assert.equal(agent.spec.totalSteps, exp.optimizer_steps, `${who}: LR schedule length`);
+        compareAgentState(agent, exp, who, tol);
+      }
+      await t.close();
+    });
+  }
+});
