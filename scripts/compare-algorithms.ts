@@ -155,82 +155,90 @@ function cli(args: string[]): { command: string; wall_s: number; ok: boolean } {
   return { command: `npx tsx src/cli/main.ts ${args.join(' ')}`, wall_s: (performance.now() - t0) / 1000, ok: r.status === 0 };
 }
 
-/** One algorithm × seed through `magrpo train`, recorded as <out>/<algo>-seed<seed>.json. */
+/** What an evaluation or a training run gives a result: the CLI call, the eval row, and the fields that differ. */
+interface Measured {
+  run: { command: string; wall_s: number };
+  row: { metrics: Record<string, number>; reward_mean: number; examples?: string[][] };
+  own: Pick<AlgoResult, 'status' | 'budget' | 'settings' | 'train_s' | 'eval_s' | 'eval_items'>;
+}
+
+/** The untrained pair through `magrpo eval` at eval seed `seed`. */
+function evaluateUntrained(algo: { config: string }, seed: number, runs: string, runName: string): Measured {
+  const json = join(runs, `${runName}.json`);
+  const r = cli(['eval', algo.config, '-q', '--baselines', 'none', '--json', json, '--set', `eval.seed=${seed}`]);
+  if (!r.ok) throw new Error(`${r.command} failed`);
+  const report = JSON.parse(readFileSync(json, 'utf8'));
+  return {
+    run: r,
+    row: report.rows[0],
+    own: { status: 'evaluated', budget: null, settings: {}, train_s: null, eval_s: null, eval_items: report.items },
+  };
+}
+
+/** One algorithm through `magrpo train` with trainer and eval seed `seed`, its run folder <runs>/<runName>. */
+function train(algo: { config: string }, seed: number, runs: string, runName: string): Measured {
+  const r = cli([
+    'train',
+    algo.config,
+    '-q',
+    '--set',
+    `trainer.seed=${seed}`,
+    '--set',
+    `eval.seed=${seed}`,
+    '--set',
+    `output_dir=${runs}`,
+    '--set',
+    `run_name=${runName}`,
+  ]);
+  const dir = join(runs, runName);
+  if (!r.ok || !existsSync(join(dir, 'eval.json'))) {
+    const failure = existsSync(join(dir, 'failure.json')) ? readFileSync(join(dir, 'failure.json'), 'utf8') : '(no failure.json)';
+    throw new Error(`${r.command} failed: ${failure}`);
+  }
+  const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+  const ev = JSON.parse(readFileSync(join(dir, 'eval.json'), 'utf8'));
+  // The trainer keys the config sets (the rest are the algorithm's defaults), as the run resolved them.
+  const t = report.config.trainer as Record<string, unknown>;
+  const own = Object.keys((parse(readFileSync(algo.config, 'utf8')) as { trainer: Record<string, unknown> }).trainer);
+  const settings = Object.fromEntries([...own, 'seed'].map((k) => [k, t[k]]));
+  return {
+    run: r,
+    row: ev.rows[0],
+    own: {
+      status: `${report.status}: ${report.items}/${report.total_items} items`,
+      budget: budgetOf(algo.config),
+      settings: { ...settings, train_posts: report.config.env.train_size, eval_posts: ev.items },
+      train_s: report.timings.train_s,
+      eval_s: report.timings.final_eval_s,
+      eval_items: ev.items,
+    },
+  };
+}
+
+/** One algorithm × seed through `magrpo train` (the untrained pair: `magrpo eval`), recorded as <out>/<algo>-seed<seed>.json. */
 async function runOne(algo: { name: string; config: string; label: string }, seed: number, out: string, runs: string): Promise<AlgoResult> {
   const runName = `${algo.name}-seed${seed}-${Date.now().toString(36)}`;
   const before = loadavg();
   const m = await machine();
-  let result: AlgoResult;
-  if (algo.name === UNTRAINED.name) {
-    const json = join(runs, `${runName}.json`);
-    const r = cli(['eval', algo.config, '-q', '--baselines', 'none', '--json', json, '--set', `eval.seed=${seed}`]);
-    if (!r.ok) throw new Error(`${r.command} failed`);
-    const report = JSON.parse(readFileSync(json, 'utf8'));
-    const row = report.rows[0];
-    result = {
-      algo: algo.name,
-      label: algo.label,
-      seed,
-      config: algo.config,
-      command: r.command,
-      status: 'evaluated',
-      budget: null,
-      settings: {},
-      wall_s: r.wall_s,
-      train_s: null,
-      eval_s: null,
-      eval_items: report.items,
-      metrics: row.metrics,
-      reward_mean: row.reward_mean,
-      examples: (row.examples ?? []).slice(0, EXAMPLES),
-      machine: m,
-    };
-  } else {
-    const r = cli([
-      'train',
-      algo.config,
-      '-q',
-      '--set',
-      `trainer.seed=${seed}`,
-      '--set',
-      `eval.seed=${seed}`,
-      '--set',
-      `output_dir=${runs}`,
-      '--set',
-      `run_name=${runName}`,
-    ]);
-    const dir = join(runs, runName);
-    if (!r.ok || !existsSync(join(dir, 'eval.json'))) {
-      const failure = existsSync(join(dir, 'failure.json')) ? readFileSync(join(dir, 'failure.json'), 'utf8') : '(no failure.json)';
-      throw new Error(`${r.command} failed: ${failure}`);
-    }
-    const report = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
-    const ev = JSON.parse(readFileSync(join(dir, 'eval.json'), 'utf8'));
-    const row = ev.rows[0];
-    // The trainer keys the config sets (the rest are the algorithm's defaults), as the run resolved them.
-    const t = report.config.trainer as Record<string, unknown>;
-    const own = Object.keys((parse(readFileSync(algo.config, 'utf8')) as { trainer: Record<string, unknown> }).trainer);
-    const settings = Object.fromEntries([...own, 'seed'].map((k) => [k, t[k]]));
-    result = {
-      algo: algo.name,
-      label: algo.label,
-      seed,
-      config: algo.config,
-      command: r.command,
-      status: `${report.status}: ${report.items}/${report.total_items} items`,
-      budget: budgetOf(algo.config),
-      settings: { ...settings, train_posts: report.config.env.train_size, eval_posts: ev.items },
-      wall_s: r.wall_s,
-      train_s: report.timings.train_s,
-      eval_s: report.timings.final_eval_s,
-      eval_items: ev.items,
-      metrics: row.metrics,
-      reward_mean: row.reward_mean,
-      examples: (row.examples ?? []).slice(0, EXAMPLES),
-      machine: m,
-    };
-  }
-  result.machine = { ...result.machine, loadavg_before: before, loadavg_after: loadavg() };
+  const { run, row, own } = algo.name === UNTRAINED.name ? evaluateUntrained(algo, seed, runs, runName) : train(algo, seed, runs, runName);
+  const result: AlgoResult = {
+    algo: algo.name,
+    label: algo.label,
+    seed,
+    config: algo.config,
+    command: run.command,
+    status: own.status,
+    budget: own.budget,
+    settings: own.settings,
+    wall_s: run.wall_s,
+    train_s: own.train_s,
+    eval_s: own.eval_s,
+    eval_items: own.eval_items,
+    metrics: row.metrics,
+    reward_mean: row.reward_mean,
+    examples: (row.examples ?? []).slice(0, EXAMPLES),
+    machine: { ...m, loadavg_before: before, loadavg_after: loadavg() },
+  };
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, `${algo.name}-seed${seed}.json`), `${JSON.stringify(result, null, 2)}\n`);
   return result;
