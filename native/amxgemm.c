@@ -69,9 +69,10 @@ bool amx_enable(char *why, size_t n) {
 #define ANC 2048
 #define PASS_BYTES (8.0 * 1024 * 1024) /* packed B kept for a whole-K pass: about an L3 */
 
-/* Packing buffers, one pair per thread, grown on demand and kept (64-byte aligned). */
-static __thread uint16_t *tl_buf[2];
-static __thread size_t tl_cap[2];
+/* Packing buffers, per thread: 0 B, 1 A (products), 2 A (pre-packed products); grown on demand
+ * and kept (64-byte aligned). */
+static __thread uint16_t *tl_buf[3];
+static __thread size_t tl_cap[3];
 
 static uint16_t *buffer(int slot, size_t n) {
   if (tl_cap[slot] < n) {
@@ -327,7 +328,76 @@ void gemm_bf16_amx(const GemmCall *g, float beta) {
   }
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Pre-packed B (decoding): a weight packed once per sampling call and multiplied by a few rows
+ * per token. The pack is gemm_bf16_amx's B layout with all of K in one inner block, panels of 32
+ * columns one after another: panel q at q · panel_elems(K), its second half at half of that. A
+ * product streams each panel once through the tiles; at 8 rows the second A tile and half of the
+ * first are empty, which costs tile throughput (plentiful) and no memory traffic (the limit).
+ * ------------------------------------------------------------------------------------------- */
+
+int64_t amx_packed_elems(int64_t N, int64_t K) { return (N + ANR - 1) / ANR * panel_elems(K); }
+
+TARGET_amx void amx_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *dst) {
+  GemmCall g = {false, tB, 0, N, K, 0, ldb, 0, 1.0f, NULL, B, NULL, NULL, false};
+  int64_t halves = (N + ANR - 1) / ANR * 2;
+  if (tB) pack_b_cols(&g, 0, N, 0, K, 0, halves, dst);
+  else pack_b_rows(&g, 0, N, 0, K, 0, halves, dst);
+}
+
+typedef struct {
+  int64_t M, N, K;
+  float alpha;
+  const uint16_t *Ap, *Bp;
+  float *C;
+  int64_t ldc;
+} AmxPrepacked;
+
+/* Panels [q0, q1) of B for the thread's share, every row panel of A against each. */
+TARGET_amx static void prepacked_panels(int t, int T, void *ctx) {
+  const AmxPrepacked *j = ctx;
+  int64_t nJ = (j->N + ANR - 1) / ANR, q0 = nJ * t / T, q1 = nJ * (t + 1) / T;
+  int64_t nkb = (j->K + 31) / 32, panel = panel_elems(j->K);
+  if (q0 >= q1) return;
+  tiles_begin();
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t nr = min64(ANR, j->N - q * ANR);
+    for (int64_t p = 0; p < j->M; p += AMR)
+      ukr_amx(nkb, j->Ap + p / AMR * panel, j->Bp + q * panel, j->C + p * j->ldc + q * ANR, j->ldc, j->alpha, 1.0f, false, min64(AMR, j->M - p), nr);
+  }
+  tiles_end();
+}
+
+TARGET_amx void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const uint16_t *pack, float *C, int64_t ldc,
+                                   int T) {
+  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, NULL, false};
+  uint16_t *Ap = buffer(2, (size_t)((M + AMR - 1) / AMR * panel_elems(K)));
+  if (Ap == NULL) abort(); /* a few rows' worth: the process is out of memory */
+  pack_a(&g, 0, M, 0, K, Ap);
+  AmxPrepacked j = {M, N, K, alpha, Ap, pack, C, ldc};
+  int64_t nJ = (N + ANR - 1) / ANR;
+  if (T > 1 && nJ > 1) parallel_run(T, prepacked_panels, &j);
+  else prepacked_panels(0, 1, &j);
+}
+
 #else
+
+int64_t amx_packed_elems(int64_t N, int64_t K) {
+  (void)N;
+  (void)K;
+  return 0;
+}
+
+void amx_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *dst) {
+  (void)tB, (void)N, (void)K, (void)B, (void)ldb, (void)dst;
+  abort(); /* never chosen: amx_enable said no */
+}
+
+void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const uint16_t *pack, float *C, int64_t ldc,
+                        int T) {
+  (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)pack, (void)C, (void)ldc, (void)T;
+  abort(); /* never chosen: amx_enable said no */
+}
 
 bool amx_enable(char *why, size_t n) {
   snprintf(why, n, "this build has no AMX code (an x86-64 Linux build with GCC 11+ or clang 12+ has)");

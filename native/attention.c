@@ -209,10 +209,11 @@ void attention_forward(const AttnSpec *a, float *P, float *out) {
     return;
   }
   AttnArgs args = {a, P, out};
+  /* The work is both products, scores (Q·Kᵀ) and outputs (P·V): 2·B·H·T·S·D multiply-adds. */
   if (a->T == 1)
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->S * a->D, a->B, kern->attention_decode_rows, &args);
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->S * a->D, a->B, kern->attention_decode_rows, &args);
   else
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->H, kern->attention_heads, &args);
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->T * a->S * a->D, a->B * a->H, kern->attention_heads, &args);
 }
 
 /* Tasks are (b, g) key/value heads. Per query head, causal attention goes by blocks of query rows

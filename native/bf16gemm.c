@@ -76,6 +76,8 @@ Bf16Kernel bf16_kernel(void) { return g_emulate ? BF16K_EMULATED : g_kernel; }
 
 bool bf16_native(void) { return bf16_kernel() != BF16K_EMULATED; }
 
+bool bf16_kernel_has_amx(void) { return g_kernel == BF16K_AMX; }
+
 /* ---------------------------------------------------------------------------------------------
  * Emulated: round copies of A and B, then the fp32 sgemm.
  * ------------------------------------------------------------------------------------------- */

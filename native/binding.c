@@ -306,6 +306,7 @@ static napi_value k_gemm_prepacked(napi_env env, napi_callback_info info) {
   if (ldc < N) fail(&c, true, "ldc = %lld is less than N = %lld", (long long)ldc, (long long)N);
   float *A = arg_f32(&c, 4, "A", M == 0 ? 0 : (double)offA + (double)(M - 1) * lda + K);
   float *packed = arg_f32(&c, 7, "packed", (double)sgemm_packed_floats(N, K, bf16));
+  if (packed && !c.failed && !sgemm_pack_matches(packed, bf16)) fail(&c, true, "packed: not a pack made by packB with bf16 = %s", bf16 ? "true" : "false");
   float *C = arg_f32(&c, 9, "C", M == 0 ? 0 : (double)offC + (double)(M - 1) * ldc + N);
   if (c.failed || M == 0) return c.failed ? NULL : undefined(env);
   sgemm_prepacked(M, N, K, (float)alpha, A + offA, lda, packed, bf16, (float)beta, C + offC, ldc);
@@ -1000,6 +1001,13 @@ static float *elem_f32(Call *c, size_t i, uint32_t j, const char *what, double n
   return data;
 }
 
+/* Element j of argument i: a pack of op(B) [K, N] made by packB with this precision. */
+static float *elem_pack(Call *c, size_t i, uint32_t j, const char *what, int64_t N, int64_t K, bool bf16) {
+  float *p = elem_f32(c, i, j, what, (double)sgemm_packed_floats(N, K, bf16), false);
+  if (p && !c->failed && !sgemm_pack_matches(p, bf16)) fail(c, false, "%s (element %u) is not a pack made by packB with bf16 = %s", what, j, bf16 ? "true" : "false");
+  return p;
+}
+
 #define DECODE_PER_LAYER 16
 
 /* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits[, loraRuns, loraWeights]): model/llama-decode.ts. */
@@ -1028,10 +1036,9 @@ static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
   if (nc != 2 * d.L) fail(&c, false, "caches must be an Array of %lld entries, got %u", (long long)(2 * d.L), nc);
   if (c.failed) return NULL;
   int64_t C = d.C, HD = d.H * d.D, KV = d.Hkv * d.D, F = d.F;
-#define PACKED(N, K) ((double)sgemm_packed_floats((N), (K), d.bf16))
   d.embed = elem_f32(&c, 1, 0, "embed", (double)d.V * C, false);
   d.lnf = elem_f32(&c, 1, 1, "final norm", (double)C, false);
-  d.head = elem_f32(&c, 1, 2, "head pack", PACKED(d.V, C), false);
+  d.head = elem_pack(&c, 1, 2, "head pack", d.V, C, d.bf16);
   LlamaDecodeLayer *layers = calloc((size_t)d.L, sizeof *layers);
   float **kv = calloc((size_t)(2 * d.L), sizeof *kv); /* the L key caches, then the L value caches */
   if (!layers || !kv) {
@@ -1044,14 +1051,14 @@ static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
     uint32_t b = (uint32_t)(3 + DECODE_PER_LAYER * l);
     LlamaDecodeLayer *w = &layers[l];
     w->ln1 = elem_f32(&c, 1, b + 0, "input norm", C, false);
-    w->q = elem_f32(&c, 1, b + 1, "q_proj pack", PACKED(HD, C), false);
-    w->k = elem_f32(&c, 1, b + 2, "k_proj pack", PACKED(KV, C), false);
-    w->v = elem_f32(&c, 1, b + 3, "v_proj pack", PACKED(KV, C), false);
-    w->o = elem_f32(&c, 1, b + 4, "o_proj pack", PACKED(C, HD), false);
+    w->q = elem_pack(&c, 1, b + 1, "q_proj pack", HD, C, d.bf16);
+    w->k = elem_pack(&c, 1, b + 2, "k_proj pack", KV, C, d.bf16);
+    w->v = elem_pack(&c, 1, b + 3, "v_proj pack", KV, C, d.bf16);
+    w->o = elem_pack(&c, 1, b + 4, "o_proj pack", C, HD, d.bf16);
     w->ln2 = elem_f32(&c, 1, b + 5, "post-attention norm", C, false);
-    w->gate = elem_f32(&c, 1, b + 6, "gate_proj pack", PACKED(F, C), false);
-    w->up = elem_f32(&c, 1, b + 7, "up_proj pack", PACKED(F, C), false);
-    w->down = elem_f32(&c, 1, b + 8, "down_proj pack", PACKED(C, F), false);
+    w->gate = elem_pack(&c, 1, b + 6, "gate_proj pack", F, C, d.bf16);
+    w->up = elem_pack(&c, 1, b + 7, "up_proj pack", F, C, d.bf16);
+    w->down = elem_pack(&c, 1, b + 8, "down_proj pack", C, F, d.bf16);
     w->bq = elem_f32(&c, 1, b + 9, "q_proj bias", HD, true);
     w->bk = elem_f32(&c, 1, b + 10, "k_proj bias", KV, true);
     w->bv = elem_f32(&c, 1, b + 11, "v_proj bias", KV, true);
@@ -1062,7 +1069,6 @@ static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
     kv[l] = elem_f32(&c, 2, (uint32_t)(2 * l), "key cache", (double)d.R * d.Smax * KV, false);
     kv[d.L + l] = elem_f32(&c, 2, (uint32_t)(2 * l + 1), "value cache", (double)d.R * d.Smax * KV, false);
   }
-#undef PACKED
   d.layers = layers;
   d.cacheK = kv;
   d.cacheV = kv + d.L;

@@ -272,7 +272,10 @@ FOR_EACH_ISA(SGEMM_DECLARE_, _)
  * ([K, N], or B [N, K] when tB) in the layout the builtin sgemm of the ISA in use reads. */
 int64_t sgemm_packed_floats(int64_t N, int64_t K, bool bf16);
 void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf, bool bf16);
-/* C = alpha · A · op(B) + beta · C with op(B) packed by sgemm_pack_b into `buf` (builtin sgemm). */
+/* Whether `buf` holds a pack made by sgemm_pack_b with this `bf16` that this process can multiply. */
+bool sgemm_pack_matches(const float *buf, bool bf16);
+/* C = alpha · A · op(B) + beta · C with op(B) packed by sgemm_pack_b into `buf` (builtin sgemm, or
+ * AMX tiles for a bf16 pack made while AMX was the bf16 kernel). */
 void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, bool bf16, float beta, float *C,
                      int64_t ldc);
 
@@ -608,6 +611,8 @@ extern const char *const BF16_KERNEL_NAMES[BF16K_COUNT];
 const char *bf16_kernel_init(void);
 /* The kernel bf16 products run on now (emulated under set_precision_bf16(_, true)). */
 Bf16Kernel bf16_kernel(void);
+/* Whether the machine's bf16 kernel is AMX (tiles granted), whatever the emulation switch says. */
+bool bf16_kernel_has_amx(void);
 /* Whether bf16 products run on bf16 hardware here (AMX or VDPBF16PS), not emulated. */
 bool bf16_native(void);
 bool cpu_has_avx512bf16(void);
@@ -624,6 +629,12 @@ float round_to_bf16(float x);
 bool amx_enable(char *why, size_t n);
 /* gemm_bf16's product on AMX tiles (g->alpha ≠ 0, K > 0); only once amx_enable said yes. */
 void gemm_bf16_amx(const GemmCall *g, float beta);
+/* Decode packs on AMX tiles (amxgemm.c): bf16 elements of a pack of op(B) [K, N], the packing,
+ * and C += alpha · bf16(A) · B over `threads` threads. Only once amx_enable said yes. */
+int64_t amx_packed_elems(int64_t N, int64_t K);
+void amx_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, uint16_t *dst);
+void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const uint16_t *pack, float *C, int64_t ldc,
+                        int threads);
 
 /* bf16 <-> fp32 bit conversions, shared by the bf16 products and the bf16 decode packs. */
 /* Round to nearest even, keeping NaNs NaN (quiet) and infinities infinite; a subnormal becomes a

@@ -424,17 +424,43 @@ SGEMM_VARIANT(avx512, 12, 32, 192, 144, 2048)
  * Pre-packed B (decoding): the caller keeps the packed weights for as long as they do not change.
  * ------------------------------------------------------------------------------------------- */
 
-/* The buffer comes from JavaScript (a Float32Array, 8- or 16-byte aligned): the packed data
- * starts at its first 64-byte boundary, 15 floats of slack at most. */
+/* The buffer comes from JavaScript (a Float32Array, 8- or 16-byte aligned): the pack starts at its
+ * first 64-byte boundary (15 floats of slack at most) with a 64-byte header naming its layout,
+ * then the data. The layout is the packing's choice (the bf16 kernel in use then, which tests
+ * may switch), so the product reads it from the pack rather than asking again. */
+typedef enum { PACK_FP32 = 0x50463332, PACK_BF16_WIDEN = 0x50423136, PACK_BF16_AMX = 0x50414d58 } PackLayout;
+#define PACK_HEADER_FLOATS 16
+
 static float *aligned64(const float *buf) { return (float *)(((uintptr_t)buf + 63) & ~(uintptr_t)63); }
 
-/* bf16 packs hold two values per float of the buffer. */
+/* bf16 packs hold two values per float of the buffer; the buffer fits either bf16 layout. */
 int64_t sgemm_packed_floats(int64_t N, int64_t K, bool bf16) {
   int64_t elems = kern->sgemm_packed_floats(N, K);
-  return (bf16 ? (elems + 1) / 2 : elems) + 16;
+  if (bf16) {
+    int64_t amx = amx_packed_elems(N, K);
+    elems = ((amx > elems ? amx : elems) + 1) / 2;
+  }
+  return elems + PACK_HEADER_FLOATS + 16;
 }
 
-void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf, bool bf16) { kern->sgemm_pack(tB, N, K, B, ldb, aligned64(buf), bf16); }
+void sgemm_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, float *buf, bool bf16) {
+  float *head = aligned64(buf), *data = head + PACK_HEADER_FLOATS;
+  PackLayout layout = !bf16 ? PACK_FP32 : bf16_kernel() == BF16K_AMX ? PACK_BF16_AMX : PACK_BF16_WIDEN;
+  memcpy(head, &layout, sizeof layout);
+  if (layout == PACK_BF16_AMX) amx_pack_b(tB, N, K, B, ldb, (uint16_t *)data);
+  else kern->sgemm_pack(tB, N, K, B, ldb, data, bf16);
+}
+
+static PackLayout pack_layout(const float *buf) {
+  PackLayout layout;
+  memcpy(&layout, aligned64(buf), sizeof layout);
+  return layout;
+}
+
+bool sgemm_pack_matches(const float *buf, bool bf16) {
+  PackLayout layout = pack_layout(buf);
+  return bf16 ? layout == PACK_BF16_WIDEN || (layout == PACK_BF16_AMX && bf16_kernel_has_amx()) : layout == PACK_FP32;
+}
 
 void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *buf, bool bf16, float beta, float *C, int64_t ldc) {
   if (M == 0 || N == 0) return;
@@ -446,6 +472,14 @@ void sgemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *
       for (int64_t j = 0; j < N; j++) row[j] *= beta;
   }
   if (K == 0 || alpha == 0.0f) return;
-  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, aligned64(buf), bf16};
+  if (!sgemm_pack_matches(buf, bf16)) abort(); /* binding.c checks every pack it is given */
+  const float *data = aligned64(buf) + PACK_HEADER_FLOATS;
+  if (pack_layout(buf) == PACK_BF16_AMX) {
+    int T = threads();
+    if (2.0 * M * N * K < PREPACKED_PAR_MIN_FLOPS || team_size() > 1) T = 1;
+    amx_gemm_prepacked(M, N, K, alpha, A, lda, (const uint16_t *)data, C, ldc, T);
+    return;
+  }
+  GemmCall g = {false, false, M, N, K, lda, 0, ldc, alpha, A, NULL, C, data, bf16};
   kern->sgemm_prepacked(&g);
 }

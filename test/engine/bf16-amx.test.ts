@@ -245,3 +245,77 @@ describe('bf16 product kernels', () => {
     assert.ok(C.every(Number.isFinite), 'every element written from the product alone');
   });
 });
+
+// Decode packs (engine/packed.ts): a weight packed once per sampling call, multiplied by a few
+// rows per token. Where AMX is the kernel, bf16 packs are laid out for the tiles; the layout is
+// recorded in the pack, so a pack made under one kernel is read right under another.
+describe('bf16 decode packs', () => {
+  const PACKED: [number, number, number][] = [
+    [1, 10, 10],
+    [8, 33, 31],
+    [8, 576, 576],
+    [16, 100, 64],
+    [17, 40, 97],
+    [33, 65, 33],
+    [40, 1536, 70],
+  ];
+  /** C after packB under `packMode` and gemmPrepacked under `runMode` on the native backend, or the reference. */
+  function prepacked(b: typeof nat | typeof ref, packMode: 'bf16' | 'bf16-emulated', runMode: 'bf16' | 'bf16-emulated', c: Case, seed: number) {
+    const o = operands(c, seed);
+    const C = o.C.slice();
+    const packed = new Float32Array(b.packedFloats(c.N, c.K, true));
+    b.setPrecision(packMode);
+    b.packB(c.tB, c.N, c.K, o.B, 0, o.ldb, packed, true);
+    b.setPrecision(runMode);
+    b.gemmPrepacked(c.M, c.N, c.K, c.alpha, o.A, 0, o.lda, packed, c.beta, C, 0, o.ldc, true);
+    b.setPrecision('fp32');
+    return C;
+  }
+  const packedCases = PACKED.flatMap(([M, N, K], i) =>
+    [false, true].map((tB) => ({ tA: false, tB, M, N, K, alpha: SCALES[i % SCALES.length][0], beta: SCALES[i % SCALES.length][1] })),
+  );
+
+  it(`packs made under ${kernel} equal the reference's bf16 pack product: 1-40 rows, odd N and K, both layouts of B, alpha/beta`, () => {
+    for (const c of packedCases) {
+      const r = within(prepacked(nat, 'bf16', 'bf16', c, 31), prepacked(ref, 'bf16', 'bf16', c, 31), c.K);
+      assert.ok(r.ok, `${name(c)}: error ${r.err}`);
+    }
+  });
+
+  it('a pack is read in the layout it was made in, whichever kernel runs the product', () => {
+    for (const c of packedCases.slice(0, 6)) {
+      const want = prepacked(ref, 'bf16', 'bf16', c, 37);
+      for (const [packMode, runMode] of [
+        ['bf16-emulated', 'bf16'],
+        ['bf16', 'bf16-emulated'],
+      ] as const) {
+        const r = within(prepacked(nat, packMode, runMode, c, 37), want, c.K);
+        assert.ok(r.ok, `${name(c)} packed under ${packMode}, run under ${runMode}: error ${r.err}`);
+      }
+    }
+  });
+
+  it('two threads write what one writes, bit for bit', () => {
+    const before = nat.getNumThreads();
+    try {
+      const c: Case = { tA: false, tB: true, M: 8, N: 1536, K: 576, alpha: 1, beta: 1 };
+      nat.setNumThreads(1);
+      const one = prepacked(nat, 'bf16', 'bf16', c, 41);
+      nat.setNumThreads(2);
+      assert.deepEqual(prepacked(nat, 'bf16', 'bf16', c, 41), one);
+    } finally {
+      nat.setNumThreads(before);
+    }
+  });
+
+  it('a buffer packB did not fill, or filled at the other precision, is refused, naming it', () => {
+    const [N, K] = [40, 64];
+    const blank = new Float32Array(nat.packedFloats(N, K, true));
+    const run = (packed: Float32Array, bf16: boolean) => nat.gemmPrepacked(2, N, K, 1, gen(2 * K, 1), 0, K, packed, 0, new Float32Array(2 * N), 0, N, bf16);
+    assert.throws(() => run(blank, true), /packed: not a pack made by packB with bf16 = true/);
+    const fp32 = new Float32Array(Math.max(nat.packedFloats(N, K), nat.packedFloats(N, K, true)));
+    nat.packB(true, N, K, gen(N * K, 2), 0, K, fp32);
+    assert.throws(() => run(fp32, true), /packed: not a pack made by packB with bf16 = true/);
+    run(fp32, false);
+  });
+});
