@@ -108,15 +108,8 @@ export class LanguageModel {
   static sampleTogether(members: readonly SampleMember[], opts: Omit<TextSampleOptions, 'rng' | 'rowRngs'>): TextSample[][] {
     if (members.length === 0) return [];
     const [lead] = members;
-    const stops = (m: SampleMember) => m.lm.generateOptions(m.prompts, opts).stopTokenIds.join(',');
-    for (const [i, m] of members.entries()) {
-      if (!m.lm.model.sharesBaseWith(lead.lm.model)) throw new Error(`sampleTogether: member ${i} does not share member 0's base model`);
-      if (m.lm.tokenizer !== lead.lm.tokenizer) throw new Error(`sampleTogether: member ${i} has a tokenizer of its own; members share member 0's`);
-      if (stops(m) !== stops(lead))
-        throw new Error(`sampleTogether: member ${i}'s prompts stop on other tokens than member 0's (chat and plain prompts mixed)`);
-      if (m.rowRngs && m.rowRngs.length !== m.prompts.length)
-        throw new Error(`sampleTogether: member ${i} has ${m.rowRngs.length} rowRngs for ${m.prompts.length} prompts`);
-    }
+    const problem = LanguageModel.sampleTogetherProblem(members, opts);
+    if (problem !== null) throw new Error(`sampleTogether: ${problem}`);
     const ids = members.map((m) => m.lm.promptIdsFor(m.prompts, opts));
     const out = generate(lead.lm.model, ids.flat(), {
       ...lead.lm.generateOptions(
@@ -139,6 +132,27 @@ export class LanguageModel {
     });
   }
 
+  /**
+   * Why `members` cannot sample in one batch (`sampleTogether`), or null when they can: each shares
+   * member 0's base model and tokenizer, its prompts stop on the same tokens as member 0's (chat
+   * prompts also at the template's end of turn), and its `rowRngs`, if any, are one per prompt.
+   */
+  static sampleTogetherProblem(
+    members: readonly Pick<SampleMember, 'lm' | 'prompts' | 'rowRngs'>[],
+    opts: Omit<TextSampleOptions, 'rng' | 'rowRngs'>,
+  ): string | null {
+    if (members.length === 0) return null;
+    const [lead] = members;
+    const stops = (m: (typeof members)[number]) => m.lm.stopTokenIds(m.prompts, opts).join(',');
+    for (const [i, m] of members.entries()) {
+      if (!m.lm.model.sharesBaseWith(lead.lm.model)) return `member ${i} does not share member 0's base model`;
+      if (m.lm.tokenizer !== lead.lm.tokenizer) return `member ${i} has a tokenizer of its own; members share member 0's`;
+      if (stops(m) !== stops(lead)) return `member ${i}'s prompts stop on other tokens than member 0's (chat and plain prompts mixed)`;
+      if (m.rowRngs && m.rowRngs.length !== m.prompts.length) return `member ${i} has ${m.rowRngs.length} rowRngs for ${m.prompts.length} prompts`;
+    }
+    return null;
+  }
+
   /** Each prompt's ids (`tokenizer.promptIds`), cut on the left to fit the context when `truncate` is 'left'. */
   private promptIdsFor(prompts: readonly Prompt[], opts: TextSampleOptions): number[][] {
     const budget = this.model.maxPositions - opts.maxNewTokens;
@@ -150,6 +164,11 @@ export class LanguageModel {
     });
   }
 
+  /** The ids that end a completion of `prompts`: none without `stopAtEos`, else `stopIds`, with chat prompts the end of turn too. */
+  private stopTokenIds(prompts: readonly Prompt[], opts: Pick<TextSampleOptions, 'stopAtEos'>): number[] {
+    return opts.stopAtEos === false ? [] : this.stopIds(prompts.some((p) => typeof p !== 'string'));
+  }
+
   /** What `generate` is told for `prompts`: the knobs of `opts`, the stop ids (with chat prompts the end of turn too) and the decoder. */
   private generateOptions(prompts: readonly Prompt[], opts: TextSampleOptions) {
     return {
@@ -157,7 +176,7 @@ export class LanguageModel {
       temperature: opts.temperature,
       topK: opts.topK,
       topP: opts.topP,
-      stopTokenIds: opts.stopAtEos === false ? [] : this.stopIds(prompts.some((p) => typeof p !== 'string')),
+      stopTokenIds: this.stopTokenIds(prompts, opts),
       stopStrings: opts.stopStrings,
       decode: (ids: number[]) => this.tokenizer.decode(ids, { skipSpecialTokens: true }),
     };

@@ -87,19 +87,17 @@ export class LocalSampler implements Sampler {
   /**
    * The samples of several local samplers whose models share one base, in one batch
    * (`LanguageModel.sampleTogether`): each sampler's rows draw from its own random state as its
-   * `generate` would. Null when they cannot (no shared base, another tokenizer, a replaced
-   * `lm.sample`, or the MAGRPO_TEAM_DECODE=0 switch): then each samples alone.
+   * `generate` would. Null when they cannot (`LanguageModel.sampleTogetherProblem`: no shared
+   * base, another tokenizer, prompts that stop on other tokens; a replaced `lm.sample`, or the
+   * MAGRPO_TEAM_DECODE=0 switch): then each samples alone.
    */
   static generateTogether(samplers: readonly Sampler[], requests: readonly (readonly SampleRequest[])[], params: SamplingParams): SampledPrompt[][] | null {
     if (!teamDecode || samplers.length < 2) return null;
     const local = samplers.filter((s): s is LocalSampler => s instanceof LocalSampler);
-    const [lead] = local;
-    const together =
-      local.length === samplers.length &&
-      local.every((s) => s.lm.sample === LanguageModel.prototype.sample && s.lm.tokenizer === lead.lm.tokenizer && s.lm.model.sharesBaseWith(lead.lm.model));
-    // Chat prompts also stop at the template's end of turn: one batch holds one kind.
-    const chat = requests.map((rs) => rs.some((r) => typeof r.prompt !== 'string'));
-    if (!together || chat.some((c) => c !== chat[0])) return null;
+    if (local.length !== samplers.length || local.some((s) => s.lm.sample !== LanguageModel.prototype.sample)) return null;
+    // Before `rows`, which draws the request seeds: a refused call samples alone from the same state.
+    const members = local.map((s, i) => ({ lm: s.lm, prompts: requests[i].map((r) => r.prompt) }));
+    if (LanguageModel.sampleTogetherProblem(members, params) !== null) return null;
     const rows = local.map((s, i) => s.rows(requests[i]));
     const out = LanguageModel.sampleTogether(
       local.map((s, i) => ({ lm: s.lm, prompts: rows[i].prompts, rng: s.rng, rowRngs: rows[i].rowRngs })),
