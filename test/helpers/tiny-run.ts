@@ -1,8 +1,9 @@
 /**
  * What the trainer tests on tiny models (tiny-model.ts) set up alike: a tiny model made for a
  * describe block, one-token sampling without evaluation, the "say a" and "same word" tasks, the
- * actor-critic runs' settings, and a copy of an agent's weights.
+ * actor-critic runs' settings, and a copy and a comparison of agents' weights.
  */
+import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { setBackend } from '../../src/engine/runtime.js';
@@ -67,3 +68,11 @@ export const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b
 /** A copy of agent i's weights, by name. */
 export const agentWeights = (t: MAGRPOTrainer<Item>, i: number): Map<string, Float32Array> =>
   new Map([...(t.agents[i] as LocalAgent).agent.lm.model.params].map(([k, p]) => [k, Float32Array.from(p.data)]));
+
+/** The first `agents` agents of `b` hold exactly the weights of `a`'s (a resumed run against an uninterrupted one). */
+export function assertSameWeights(a: MAGRPOTrainer<Item>, b: MAGRPOTrainer<Item>, agents = 2): void {
+  for (let i = 0; i < agents; i++) {
+    const wb = agentWeights(b, i);
+    for (const [k, v] of agentWeights(a, i)) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
+  }
+}

@@ -22,7 +22,7 @@ import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
-import { agentWeights, mean, ONE_TOKEN, SAY_A_RUN, sameWord, sayA, useTinyModel } from '../helpers/tiny-run.js';
+import { assertSameWeights, mean, ONE_TOKEN, SAY_A_RUN, sameWord, sayA, useTinyModel } from '../helpers/tiny-run.js';
 
 describe('trainer.algorithm: keys, defaults, refusals', () => {
   it('magrpo is the default; the family members fix their baseline and default to no normalisation', () => {
@@ -122,7 +122,6 @@ describe('MADPO end to end (tiny model, native backend)', () => {
     agent_learning_rate: 0.02,
     num_train_epochs: 3,
   };
-  const weights = agentWeights;
 
   it('pairs come from every item first, then the team learns to prefer the winners', async () => {
     const sink = new MemorySink();
@@ -164,10 +163,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
-      for (let i = 0; i < 2; i++) {
-        const [wa, wb] = [weights(full, i), weights(resumed, i)];
-        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
-      }
+      assertSameWeights(full, resumed);
       await full.close();
       await resumed.close();
     } finally {
@@ -231,10 +227,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
-      for (let i = 0; i < 2; i++) {
-        const [wa, wb] = [weights(full, i), weights(resumed, i)];
-        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
-      }
+      assertSameWeights(full, resumed);
       await full.close();
       await resumed.close();
     } finally {

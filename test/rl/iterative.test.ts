@@ -21,7 +21,7 @@ import { createTrainer, MADPOIterTrainer, MARLHFIterTrainer } from '../../src/rl
 import { type ModelServer, startServer } from '../../src/serve/server.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
-import { agentWeights, ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
+import { agentWeights, assertSameWeights, ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
 
 describe('trainer.iterative keys', () => {
   it('{} takes the reference defaults; the iterative configs pass fewer epochs', () => {
@@ -199,11 +199,7 @@ describe('iterative MADPO / MARLHF end to end (tiny models)', () => {
       assert.ok(resumed instanceof IterativePreferenceTrainer, 'createTrainer picks the iterative trainer');
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
-      for (let i = 0; i < 2; i++) {
-        const wa: Map<string, Float32Array> = weights(full, i);
-        const wb: Map<string, Float32Array> = weights(resumed, i);
-        for (const [k, v] of wa.entries()) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
-      }
+      assertSameWeights(full, resumed);
       await full.close();
       await resumed.close();
     } finally {

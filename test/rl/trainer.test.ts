@@ -11,7 +11,7 @@ import type { TreeNode } from '../../src/rl/rollout.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
-import { agentWeights, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
+import { agentWeights, assertSameWeights, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
 
 const items = goItems;
 const tmp = () => mkdtempSync(join(tmpdir(), 'magrpo-run-'));
@@ -228,10 +228,7 @@ describe('checkpoints and resume', () => {
       const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
       assert.equal(resumed.envStep, full.envStep);
-      for (let i = 0; i < 2; i++) {
-        const [wa, wb] = [weights(full, i), weights(resumed, i)];
-        for (const [k, v] of wa) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
-      }
+      assertSameWeights(full, resumed);
       await full.close();
       await resumed.close();
     } finally {
