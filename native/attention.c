@@ -168,40 +168,112 @@ INLINE void attention_heads(int64_t lo, int64_t hi, const AttnArgs *args) {
   }
 }
 
-/* Decode (T = 1), tasks are batch rows: the keys and then the values of a row are streamed once,
- * in memory order, for all its heads; a dot product per (key, head) instead of GEMM calls. */
-INLINE void attention_decode_rows(int64_t lo, int64_t hi, const AttnArgs *args) {
+/* Decode (T = 1), tasks are (b, g): a row's key/value head g and the G query heads that share it
+ * (grouped-query attention). Its keys and then its values are streamed once, in memory order, for
+ * all G heads; a dot product per (key, head) instead of GEMM calls. */
+INLINE void attention_decode_groups(int64_t lo, int64_t hi, const AttnArgs *args) {
   const AttnSpec *a = args->a;
   float *P = args->P, *out = args->out;
   int64_t S = a->S, D = a->D, H = a->H, ldk = a->Hkv * D, G = attn_group(a);
   int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;
-  for (int64_t b = lo; b < hi; b++) {
-    const float *qb = a->q + b * H * D, *kb = a->k + b * a->Smax * ldk, *vb = a->v + b * a->Smax * ldk;
-    float *Pb = P + b * H * S, *ob = out + b * H * D;
+  for (int64_t task = lo; task < hi; task++) {
+    int64_t b = task / a->Hkv, g = task % a->Hkv;
+    const float *qg = a->q + (b * H + g * G) * D, *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;
+    float *Pg = P + (b * H + g * G) * S, *og = out + (b * H + g * G) * D;
     for (int64_t s = 0; s < lim; s++) {
-      for (int64_t h = 0; h < H; h++) {
-        const float *qh = qb + h * D, *ks = kb + s * ldk + (h / G) * D;
+      const float *ks = kg + s * ldk;
+      for (int64_t h = 0; h < G; h++) {
+        const float *qh = qg + h * D;
         float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
         for (int64_t d = 0; d < D; d++) dot += qh[d] * ks[d];
-        Pb[h * S + s] = dot;
+        Pg[h * S + s] = dot;
       }
     }
     SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
-    for (int64_t h = 0; h < H; h++) softmax_block(0, 1, &sp, Pb + h * S, Pb + h * S);
-    memset(ob, 0, (size_t)(H * D) * sizeof(float));
+    for (int64_t h = 0; h < G; h++) softmax_block(0, 1, &sp, Pg + h * S, Pg + h * S);
+    memset(og, 0, (size_t)(G * D) * sizeof(float));
     for (int64_t s = 0; s < lim; s++) {
-      for (int64_t h = 0; h < H; h++) {
-        float p = Pb[h * S + s];
+      const float *vs = vg + s * ldk;
+      for (int64_t h = 0; h < G; h++) {
+        float p = Pg[h * S + s];
         if (p == 0.0f) continue;
-        const float *vs = vb + s * ldk + (h / G) * D;
-        float *oh = ob + h * D;
+        float *oh = og + h * D;
 #pragma omp simd
         for (int64_t d = 0; d < D; d++) oh[d] += p * vs[d];
       }
     }
   }
 }
+
+#if MAGRPO_X86
+#include <immintrin.h>
+
+/* The same on AVX-512 for head sizes of NV × 16 floats, held in registers. Scores go 16 keys at a
+ * time: 16 dot products as vectors of partial sums, then one tree of shuffles and adds turns the
+ * 16 vectors into the vector of their 16 sums, in key order (3 operations a dot product instead of
+ * a reduction each). Outputs keep up to 16 vectors of accumulators (heads × NV) in registers over
+ * all the keys. Sums run in a different order than the portable loop's: equal within float
+ * rounding, not bit for bit. */
+TARGET_avx512 static inline __m512 sum16(__m512 *x) {
+  __m512 y[8], z[4], w[2];
+  for (int i = 0; i < 8; i++) y[i] = _mm512_add_ps(_mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]), _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]));
+  for (int i = 0; i < 4; i++) {
+    __m512d a = _mm512_castps_pd(y[2 * i]), c = _mm512_castps_pd(y[2 * i + 1]);
+    z[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, c)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, c)));
+  }
+  for (int i = 0; i < 2; i++) w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(z[2 * i], z[2 * i + 1], 0x88), _mm512_shuffle_f32x4(z[2 * i], z[2 * i + 1], 0xdd));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88), _mm512_shuffle_f32x4(w[0], w[1], 0xdd));
+}
+
+#define DECODE_AVX512(NV)                                                                                                                  \
+  TARGET_avx512 static void attention_decode_groups_d##NV(int64_t lo, int64_t hi, const AttnArgs *args) {                                 \
+    const AttnSpec *a = args->a;                                                                                                       \
+    float *P = args->P, *out = args->out;                                                                                              \
+    const int64_t S = a->S, D = NV * 16, H = a->H, ldk = a->Hkv * D, G = attn_group(a), HC = 16 / NV;                                  \
+    int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;                                    \
+    for (int64_t task = lo; task < hi; task++) {                                                                                       \
+      int64_t b = task / a->Hkv, g = task % a->Hkv;                                                                                    \
+      const float *qg = a->q + (b * H + g * G) * D, *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;    \
+      float *Pg = P + (b * H + g * G) * S, *og = out + (b * H + g * G) * D;                                                            \
+      for (int64_t s0 = 0; s0 < lim; s0 += 16) {                                                                                       \
+        int n = (int)(lim - s0 < 16 ? lim - s0 : 16);                                                                                  \
+        __mmask16 m = n == 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);                                                        \
+        for (int64_t h = 0; h < G; h++) {                                                                                              \
+          __m512 q[NV], x[16];                                                                                                         \
+          for (int v = 0; v < NV; v++) q[v] = _mm512_loadu_ps(qg + h * D + 16 * v);                                                    \
+          for (int j = 0; j < 16; j++) {                                                                                               \
+            x[j] = _mm512_setzero_ps();                                                                                                \
+            if (j < n)                                                                                                                 \
+              for (int v = 0; v < NV; v++) x[j] = _mm512_fmadd_ps(q[v], _mm512_loadu_ps(kg + (s0 + j) * ldk + 16 * v), x[j]);         \
+          }                                                                                                                            \
+          _mm512_mask_storeu_ps(Pg + h * S + s0, m, sum16(x));                                                                         \
+        }                                                                                                                              \
+      }                                                                                                                                \
+      SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL}; \
+      for (int64_t h = 0; h < G; h++) softmax_block(0, 1, &sp, Pg + h * S, Pg + h * S);                                                \
+      for (int64_t h0 = 0; h0 < G; h0 += HC) {                                                                                         \
+        int64_t hc = G - h0 < HC ? G - h0 : HC;                                                                                        \
+        __m512 acc[16];                                                                                                                \
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();                                                                     \
+        for (int64_t s = 0; s < lim; s++) {                                                                                            \
+          const float *vs = vg + s * ldk;                                                                                              \
+          __m512 v[NV];                                                                                                                \
+          for (int i = 0; i < NV; i++) v[i] = _mm512_loadu_ps(vs + 16 * i);                                                            \
+          for (int h = 0; h < HC; h++)                                                                                                 \
+            if (h < hc && Pg[(h0 + h) * S + s] != 0.0f) { /* a hidden key's value is never read, as in the portable loop */         \
+              __m512 p = _mm512_set1_ps(Pg[(h0 + h) * S + s]);                                                                         \
+              for (int i = 0; i < NV; i++) acc[h * NV + i] = _mm512_fmadd_ps(p, v[i], acc[h * NV + i]);                                \
+            }                                                                                                                          \
+        }                                                                                                                              \
+        for (int64_t h = 0; h < hc; h++)                                                                                               \
+          for (int i = 0; i < NV; i++) _mm512_storeu_ps(og + (h0 + h) * D + 16 * i, acc[h * NV + i]);                                  \
+      }                                                                                                                                \
+    }                                                                                                                                  \
+  }
+DECODE_AVX512(4)
+DECODE_AVX512(8)
+#endif
 
 void attention_forward(const AttnSpec *a, float *P, float *out) {
   if (a->S == 0) { /* no keys: every output row is 0 */
@@ -211,7 +283,7 @@ void attention_forward(const AttnSpec *a, float *P, float *out) {
   AttnArgs args = {a, P, out};
   /* The work is both products, scores (Q·Kᵀ) and outputs (P·V): 2·B·H·T·S·D multiply-adds. */
   if (a->T == 1)
-    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->S * a->D, a->B, kern->attention_decode_rows, &args);
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->S * a->D, a->B * a->Hkv, kern->attention_decode_groups, &args);
   else
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->T * a->S * a->D, a->B * a->H, kern->attention_heads, &args);
 }
@@ -338,7 +410,19 @@ void rope_backward(int64_t rows, const RopeSpec *sp, const float *gy, float *gx,
 LOOP_VARIANTS(softmax_rows, SoftmaxArgs)
 LOOP_VARIANTS(softmax_backward_rows, SoftmaxBackwardArgs)
 LOOP_VARIANTS(attention_heads, AttnArgs)
-LOOP_VARIANTS_SHORT(attention_decode_rows, AttnArgs)
+#if MAGRPO_X86
+/* Head sizes of 64 and 128 floats (most Llama-family models) take the AVX-512 code above; others the
+ * portable loop, compiled for AVX2 as for the other short rows. */
+LOOP_VARIANT_(generic, attention_decode_groups, AttnArgs)
+LOOP_VARIANT_(avx2, attention_decode_groups, AttnArgs)
+TARGET_avx512 void attention_decode_groups__avx512(int64_t lo, int64_t hi, const AttnArgs *a) {
+  if (a->a->D == 64) attention_decode_groups_d4(lo, hi, a);
+  else if (a->a->D == 128) attention_decode_groups_d8(lo, hi, a);
+  else attention_decode_groups__avx2(lo, hi, a);
+}
+#else
+LOOP_VARIANTS(attention_decode_groups, AttnArgs)
+#endif
 LOOP_VARIANTS(attention_backward_groups, AttnBackwardArgs)
 LOOP_VARIANTS_SHORT(rope_rows, RopeArgs)
 LOOP_VARIANTS_SHORT(rope_backward_rows, RopeArgs)

@@ -455,7 +455,7 @@ typedef struct {
 
 #define ATTENTION_LOOPS(X)                                                                                   \
   X(softmax_rows, SoftmaxArgs) X(softmax_backward_rows, SoftmaxBackwardArgs) X(attention_heads, AttnArgs)   \
-  X(attention_decode_rows, AttnArgs) X(attention_backward_groups, AttnBackwardArgs) X(rope_rows, RopeArgs) \
+  X(attention_decode_groups, AttnArgs) X(attention_backward_groups, AttnBackwardArgs) X(rope_rows, RopeArgs) \
   X(rope_backward_rows, RopeArgs)
 
 /* ---------------------------------------------------------------------------------------------

@@ -304,6 +304,10 @@ describe('native backend matches the reference', () => {
       [1, 1, 1, 1, 1, 1, 1, 0],
       [2, 5, 5, 5, 4, 2, 8, 0], // training: T = S
       [3, 1, 9, 12, 6, 3, 16, 8], // decode: one query against a longer cache
+      [3, 1, 37, 40, 9, 3, 64, 36], // decode, heads of 64 (AVX-512: registers), a partial block of 16 keys
+      [2, 1, 50, 64, 6, 2, 64, 30], // decode with keys past the causal limit
+      [1, 1, 17, 17, 8, 1, 64, 16], // 8 query heads per key head: two chunks of accumulators
+      [2, 1, 20, 24, 4, 1, 128, 19], // heads of 128
       [2, 4, 11, 16, 2, 1, 5, 7], // prefill after a cache of 7
       [2, 64, 64, 64, 4, 4, 32, 0], // 2^21 multiply-adds: the threaded paths
       [2, 3, 0, 4, 2, 2, 4, 0], // no keys
