@@ -26,6 +26,8 @@
  * `reusingBuffers` returns.
  */
 
+import type { FloatArray } from './backend.js';
+
 /** Passes a free buffer may wait for a taker before the pool drops it. */
 const MAX_IDLE_PASSES = 2;
 
@@ -33,6 +35,8 @@ const MAX_IDLE_PASSES = 2;
 const handedOut = new WeakSet<ArrayBuffer>();
 /** The pool `alloc` and `backward` use right now (null: plain allocation). */
 let active: BufferPool | null = null;
+/** Buffers taken while the innermost `scratch` scope runs (null: none is open). */
+let scopeTaken: ArrayBuffer[] | null = null;
 
 /** Free buffers of one owner (a learner, a pretraining run), kept between the graphs it builds. */
 export class BufferPool {
@@ -73,13 +77,43 @@ export class BufferPool {
     if (ab !== undefined) {
       this.freeBytes -= bytes;
       handedOut.add(ab);
+      scopeTaken?.push(ab);
       const buf = new Float32Array(ab, 0, n);
       return zero ? buf.fill(0) : buf;
     }
     this.counts.fresh++;
     const fresh = new ArrayBuffer(bytes);
     handedOut.add(fresh);
+    scopeTaken?.push(fresh);
     return new Float32Array(fresh, 0, n);
+  }
+
+  /** Takes back buffers it handed out (others are ignored), as free buffers of the current pass. */
+  giveBack(buffers: Iterable<ArrayBufferLike>): void {
+    for (const ab of buffers) {
+      if (!(ab instanceof ArrayBuffer) || !handedOut.has(ab)) continue;
+      handedOut.delete(ab);
+      const list = this.free.get(ab.byteLength);
+      const entry = { buffer: ab, pass: this.pass };
+      if (list) list.push(entry);
+      else this.free.set(ab.byteLength, [entry]);
+      this.freeBytes += ab.byteLength;
+    }
+  }
+
+  /** Ends a pass: drops the free buffers no pass has asked for in the last MAX_IDLE_PASSES. */
+  endPass(): void {
+    this.pass++;
+    this.dropIdle();
+  }
+
+  private dropIdle(): void {
+    for (const [bytes, list] of this.free) {
+      const kept = list.filter((e) => this.pass - e.pass <= MAX_IDLE_PASSES);
+      this.freeBytes -= (list.length - kept.length) * bytes;
+      if (kept.length === 0) this.free.delete(bytes);
+      else if (kept.length < list.length) this.free.set(bytes, kept);
+    }
   }
 
   /**
@@ -91,25 +125,48 @@ export class BufferPool {
     this.pass++;
     const back = new Set<ArrayBufferLike>();
     for (const buf of bufs) {
-      if (!(buf instanceof Float32Array)) continue;
-      const ab = buf.buffer as ArrayBuffer;
-      if (!handedOut.has(ab)) continue; // not a pool's, or given back already (a view shared by two tensors)
-      handedOut.delete(ab);
-      back.add(ab);
-      const list = this.free.get(ab.byteLength);
-      const entry = { buffer: ab, pass: this.pass };
-      if (list) list.push(entry);
-      else this.free.set(ab.byteLength, [entry]);
-      this.freeBytes += ab.byteLength;
+      // not a pool's, or given back already (a view shared by two tensors)
+      if (buf instanceof Float32Array && handedOut.has(buf.buffer as ArrayBuffer)) back.add(buf.buffer);
     }
-    for (const [bytes, list] of this.free) {
-      const kept = list.filter((e) => this.pass - e.pass <= MAX_IDLE_PASSES);
-      this.freeBytes -= (list.length - kept.length) * bytes;
-      if (kept.length === 0) this.free.delete(bytes);
-      else if (kept.length < list.length) this.free.set(bytes, kept);
-    }
+    this.giveBack(back);
+    this.dropIdle();
     return back;
   }
+}
+
+/** The pool of inference's temporaries where no other pool is active (see `scratch`). */
+const scratchPool = new BufferPool();
+
+/**
+ * Runs `fn`, a step of inference (a transformer layer, a decode step, scoring under `noGrad`), with
+ * its buffers from the active pool (or a pool of inference temporaries), then gives back every
+ * buffer `fn` took except those `keep` names in its result, and the buffers of `consumed` (inputs
+ * nothing reads again).
+ *
+ * The contract: nothing `fn` makes outlives it but what `keep` names. A layer's activations are
+ * garbage once the next layer has its input; without gradients no tape holds them, so the next
+ * layer can take the same buffers rather than fresh ones, which V8 would count as external memory
+ * and answer with full mark-compacts (one every ~0.4 s of a 135M model's sampling, their marking
+ * threads taking a core from the products).
+ */
+export function scratch<T>(fn: () => T, keep: (result: T) => readonly (FloatArray | undefined)[], consumed: readonly FloatArray[] = []): T {
+  const pool = active ?? scratchPool;
+  const [outerTaken, outerActive] = [scopeTaken, active];
+  const taken: ArrayBuffer[] = [];
+  scopeTaken = taken;
+  active = pool;
+  let result: T;
+  try {
+    result = fn();
+  } finally {
+    scopeTaken = outerTaken;
+    active = outerActive;
+  }
+  const kept = new Set<ArrayBufferLike>(keep(result).flatMap((d) => (d ? [d.buffer] : [])));
+  pool.giveBack([...taken, ...consumed.map((d) => d.buffer)].filter((ab) => !kept.has(ab)));
+  for (const ab of kept) if (ab instanceof ArrayBuffer && handedOut.has(ab)) outerTaken?.push(ab); // the enclosing scope's now
+  if (pool === scratchPool && outerTaken === null) pool.endPass();
+  return result;
 }
 
 /** Runs `fn` with a fresh pool that is dropped afterwards (a pool for one stretch of training steps). */

@@ -6,7 +6,7 @@
  */
 import type { FloatArray } from './backend.js';
 import { mean, scale } from './ops.js';
-import { alloc, allocOverwritten, backend } from './runtime.js';
+import { alloc, allocOverwritten, allocPersistent, backend } from './runtime.js';
 import { needsGrad, record, Tensor } from './tensor.js';
 
 /** out[..., :] = W[ids[...], :]. W: [V, C], ids: any shape → [...ids shape, C]. */
@@ -74,8 +74,8 @@ export interface RopeTables {
 
 export function ropeTables(dim: number, maxPos: number, theta: number): RopeTables {
   const half = dim / 2;
-  const cos = alloc(maxPos * half);
-  const sin = alloc(maxPos * half);
+  const cos = allocPersistent(maxPos * half);
+  const sin = allocPersistent(maxPos * half);
   for (let i = 0; i < half; i++) {
     // HF computes inv_freq in float32 and the angle as a float32 product; match it.
     const invFreq = Math.fround(1 / theta ** ((2 * i) / dim));

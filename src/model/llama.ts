@@ -11,6 +11,7 @@
  *   logits = lm_head(norm(h))
  */
 import type { FloatArray } from '../engine/backend.js';
+import { scratch } from '../engine/buffer-pool.js';
 import { embedding, type RopeTables, rmsnorm, rope, ropeTables, swiglu } from '../engine/nn.js';
 import { add, gatherRows, linear, reshape } from '../engine/ops.js';
 import { packedWeight } from '../engine/packed.js';
@@ -93,19 +94,32 @@ export class LlamaModel extends CausalLM {
     cache?.appendMask(T, opts.keyMask);
     const keyMask = cache ? cache.keyMask : (opts.keyMask ?? null);
 
-    let h = embedding(this.param('model.embed_tokens.weight'), ids, [B, T]); // [B, T, C]
-    for (let l = 0; l < L; l++) {
+    const layer = (l: number, h: Tensor): Tensor => {
       const p = `model.layers.${l}`;
       const x = rmsnorm(h, this.param(`${p}.input_layernorm.weight`), eps);
       const q = rope(reshape(this.proj(x, `${p}.self_attn.q_proj`, 'linear', opts.rowAdapters), [B, T, H, D]), positions, tables);
       const k = rope(reshape(this.proj(x, `${p}.self_attn.k_proj`, 'linear', opts.rowAdapters), [B, T, Hkv, D]), positions, tables);
       const v = reshape(this.proj(x, `${p}.self_attn.v_proj`, 'linear', opts.rowAdapters), [B, T, Hkv, D]);
       const a = this.selfAttention(l, q, k, v, cache, keyMask, opts.sharedPrompt); // [B, T, H, D]
-      h = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`, 'linear', opts.rowAdapters));
+      const r = add(h, this.proj(reshape(a, [B, T, H * D]), `${p}.self_attn.o_proj`, 'linear', opts.rowAdapters));
 
-      const y = rmsnorm(h, this.param(`${p}.post_attention_layernorm.weight`), eps);
+      const y = rmsnorm(r, this.param(`${p}.post_attention_layernorm.weight`), eps);
       const m = swiglu(this.proj(y, `${p}.mlp.gate_proj`, 'linear', opts.rowAdapters), this.proj(y, `${p}.mlp.up_proj`, 'linear', opts.rowAdapters)); // [B, T, F]
-      h = add(h, this.proj(m, `${p}.mlp.down_proj`, 'linear', opts.rowAdapters));
+      return add(r, this.proj(m, `${p}.mlp.down_proj`, 'linear', opts.rowAdapters));
+    };
+    // Without gradients a layer's activations are garbage once the next layer has its input: each
+    // layer reuses the last one's buffers (engine/buffer-pool.ts, scratch).
+    const inference = !isGradEnabled();
+    let h = embedding(this.param('model.embed_tokens.weight'), ids, [B, T]); // [B, T, C]
+    for (let l = 0; l < L; l++) {
+      const input = h;
+      h = inference
+        ? scratch(
+            () => layer(l, input),
+            (r) => [r.data],
+            [input.data],
+          )
+        : layer(l, input);
     }
     if (cache) cache.len += T;
 

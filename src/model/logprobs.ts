@@ -5,8 +5,9 @@
  * predict a completion token (row t predicts token t+1), so the LM head never runs on prompts.
  * Every real completion token is scored, including the last; padding is never scored.
  */
+import { scratch } from '../engine/buffer-pool.js';
 import { entropyRows, tokenLogprobs } from '../engine/nn.js';
-import { Tensor } from '../engine/tensor.js';
+import { isGradEnabled, Tensor } from '../engine/tensor.js';
 import type { CausalLM } from './transformer.js';
 
 export interface Completion {
@@ -52,14 +53,21 @@ export function completionLogprobs(model: CausalLM, batch: readonly Completion[]
   if (rows.length === 0) {
     return { tokenLogprobs: new Tensor(new Float32Array(0), [0]), sequenceOf: new Int32Array(0), lengths };
   }
-  const logits = model.forward(ids, B, T, { keyMask: mask, outputRows: Int32Array.from(rows) }); // [R, V]
-  const lp = tokenLogprobs(logits, Int32Array.from(targets));
-  return {
-    tokenLogprobs: lp,
-    sequenceOf: Int32Array.from(sequenceOf),
-    lengths,
-    entropy: opts.entropy ? entropyRows(logits) : undefined,
+  const { lp, entropy } = logprobsOf(() => model.forward(ids, B, T, { keyMask: mask, outputRows: Int32Array.from(rows) }), targets, opts.entropy); // logits [R, V]
+  return { tokenLogprobs: lp, sequenceOf: Int32Array.from(sequenceOf), lengths, entropy };
+}
+
+/**
+ * Token log-probs (and entropies) from the logits `forward` makes. Without gradients the logits
+ * and every activation behind them go back to the buffer pool at once (engine/buffer-pool.ts,
+ * scratch): only the log-probs leave.
+ */
+function logprobsOf(forward: () => Tensor, targets: readonly number[], entropy?: boolean): { lp: Tensor; entropy?: Float64Array } {
+  const score = () => {
+    const logits = forward();
+    return { lp: tokenLogprobs(logits, Int32Array.from(targets)), entropy: entropy ? entropyRows(logits) : undefined };
   };
+  return isGradEnabled() ? score() : scratch(score, (r) => [r.lp.data]); // entropies are plain Float64Arrays
 }
 
 /** Per-sequence sums of token log-probs (plain numbers; no gradient). */
@@ -116,7 +124,7 @@ export function groupLogprobs(
       sequenceOf.push(b);
     }
   }
-  const logits = model.forward(ids, 1, N, { positions, sharedPrompt: { promptLen: P, branches: S, keyMask }, outputRows: Int32Array.from(rows) });
-  const lp = tokenLogprobs(logits, Int32Array.from(targets));
-  return { tokenLogprobs: lp, sequenceOf: Int32Array.from(sequenceOf), lengths, entropy: opts.entropy ? entropyRows(logits) : undefined };
+  const sharedPrompt = { promptLen: P, branches: S, keyMask };
+  const { lp, entropy } = logprobsOf(() => model.forward(ids, 1, N, { positions, sharedPrompt, outputRows: Int32Array.from(rows) }), targets, opts.entropy);
+  return { tokenLogprobs: lp, sequenceOf: Int32Array.from(sequenceOf), lengths, entropy };
 }

@@ -10,6 +10,7 @@
  * runs it to completion, `magrpo serve` (serve/engine.ts) one step at a time.
  */
 import type { FloatArray } from '../engine/backend.js';
+import { scratch } from '../engine/buffer-pool.js';
 import { withPackedWeights } from '../engine/packed.js';
 import { phase } from '../engine/profile.js';
 import { Rng } from '../engine/rng.js';
@@ -285,8 +286,14 @@ export class Decoder<T> {
     );
     const cache = model.createCache(U, T + extra);
     const rowAdapters = this.adapterRuns(first.map((b) => requests[b]));
-    const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows, rowAdapters }).data; // [U, V]
-    const { picked, keep } = this.pick(fresh, U === fresh.length ? out : repeatRows(out, model.vocabSize, of));
+    // The logits and the prefill's activations go back to the buffer pool once the tokens are picked.
+    const { picked, keep } = scratch(
+      () => {
+        const out = model.forward(ids, U, T, { positions: pos, keyMask: mask, cache, outputRows: lastRows, rowAdapters }).data; // [U, V]
+        return this.pick(fresh, U === fresh.length ? out : repeatRows(out, model.vocabSize, of));
+      },
+      () => [],
+    );
     if (keep.length > 0) {
       if (this.seqs.length === 0) {
         // Alone in the batch: the prefill's rows as they are (the layout `generate` has always had).
@@ -308,13 +315,18 @@ export class Decoder<T> {
     if (R === 0) return [];
     const ids = Int32Array.from(seqs, (s) => s.tokens[s.tokens.length - 1]);
     const positions = Int32Array.from(seqs, (s) => s.prompt.length + s.tokens.length - 1);
-    const logits = this.model.forward(ids, R, 1, {
-      positions,
-      cache: this.cache as KVCache,
-      outputRows: Int32Array.from(seqs, (_, i) => i),
-      rowAdapters: this.adapterRuns(seqs),
-    }).data;
-    const { picked, keep } = this.pick(seqs, logits);
+    const { picked, keep } = scratch(
+      () => {
+        const logits = this.model.forward(ids, R, 1, {
+          positions,
+          cache: this.cache as KVCache,
+          outputRows: Int32Array.from(seqs, (_, i) => i),
+          rowAdapters: this.adapterRuns(seqs),
+        }).data;
+        return this.pick(seqs, logits);
+      },
+      () => [],
+    );
     this.keepRows(keep);
     return picked;
   }

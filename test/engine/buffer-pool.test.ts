@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
-import { BufferPool, reusingBuffers, sizeClass } from '../../src/engine/buffer-pool.js';
+import { describe, it } from 'node:test';
+import { BufferPool, reusingBuffers, scratch, sizeClass } from '../../src/engine/buffer-pool.js';
 import { crossEntropy } from '../../src/engine/nn.js';
 import { weightedSum } from '../../src/engine/ops.js';
 import { AdamW } from '../../src/engine/optim.js';
 import { Rng } from '../../src/engine/rng.js';
-import { backward } from '../../src/engine/tensor.js';
+import { alloc } from '../../src/engine/runtime.js';
+import { backward, noGrad, Tensor } from '../../src/engine/tensor.js';
 import { parseModelConfig } from '../../src/model/hf-config.js';
 import { createModel } from '../../src/model/load.js';
 import { completionLogprobs } from '../../src/model/logprobs.js';
@@ -171,6 +172,92 @@ describeEachBackend('buffer pool', () => {
     assert.ok(afterShort < afterLong / 4, `${afterShort} bytes kept after short passes, ${afterLong} after the long one`);
     pass(5);
     assert.equal(pool.bytes, afterShort);
+  });
+
+  it("a forward without gradients reuses one layer's buffers in the next, with the same logits", () => {
+    const model = createModel(parseModelConfig({ ...HF, num_hidden_layers: 6 }));
+    model.initialize(new Rng(5));
+    const b = batch(2, 24, 9);
+    const plain = model.forward(b.ids, b.B, b.T).data.slice(); // gradients on: no scratch
+    const pool = new BufferPool();
+    const logits = pool.use(() => noGrad(() => model.forward(b.ids, b.B, b.T)));
+    assert.deepEqual(logits.data, plain);
+    // Six layers' temporaries from about two layers' fresh buffers: the rest came back and went out again.
+    assert.ok(pool.counts.fresh * 2 < pool.counts.taken, `${pool.counts.fresh} fresh of ${pool.counts.taken}`);
+    const again = pool.use(() => noGrad(() => model.forward(b.ids, b.B, b.T)));
+    assert.deepEqual(again.data, plain);
+    assert.deepEqual(logits.data, plain, "the first call's logits were not handed out again");
+  });
+});
+
+describe('scratch scopes', () => {
+  it("give back what they took but the result and the consumed inputs; the result's buffer stays the caller's", () => {
+    const pool = new BufferPool();
+    pool.use(() => {
+      const input = new Tensor(alloc(1000).fill(1), [1000]);
+      const out = scratch(
+        () => {
+          const t = new Tensor(alloc(5000).fill(2), [5000]); // a temporary
+          return new Tensor(alloc(1000).fill(t.data[0] + input.data[0]), [1000]);
+        },
+        (r) => [r.data],
+        [input.data],
+      );
+      assert.equal(pool.bytes, (sizeClass(5000) + sizeClass(1000)) * 4, 'the temporary and the input are free again');
+      const next = scratch(
+        () => new Tensor(alloc(1000), [1000]),
+        (r) => [r.data],
+      );
+      assert.ok(next.data.buffer !== out.data.buffer, 'the result was not handed out again');
+      assert.ok(out.data.every((x) => x === 3));
+      assert.equal(pool.counts.fresh, 3);
+    });
+  });
+
+  it("nest: an inner result is the outer scope's, given back when the outer one ends", () => {
+    const pool = new BufferPool();
+    pool.use(() => {
+      const out = scratch(
+        () => {
+          const inner = scratch(
+            () => new Tensor(alloc(700).fill(4), [700]),
+            (r) => [r.data],
+          );
+          return new Tensor(alloc(300).fill(inner.data[0]), [300]);
+        },
+        (r) => [r.data],
+      );
+      assert.equal(pool.bytes, sizeClass(700) * 4);
+      assert.ok(out.data.every((x) => x === 4));
+    });
+  });
+
+  it('keep several buffers of a result, or none (values copied out)', () => {
+    const pool = new BufferPool();
+    pool.use(() => {
+      const both = scratch(
+        () => ({ a: alloc(100).fill(1), b: alloc(200).fill(2), t: alloc(400) }),
+        (r) => [r.a, r.b],
+      );
+      assert.equal(pool.bytes, sizeClass(400) * 4);
+      const sum = scratch(
+        () => Array.from(alloc(800).fill(0.5)).reduce((x, y) => x + y, 0),
+        () => [],
+      );
+      assert.equal(sum, 400);
+      assert.equal(pool.bytes, (sizeClass(400) + sizeClass(800)) * 4);
+      assert.ok(both.a.every((x) => x === 1) && both.b.every((x) => x === 2));
+    });
+  });
+
+  it('without an active pool take from a pool of their own and reuse it', () => {
+    const take = () =>
+      scratch(
+        () => Array.from(alloc(3000).fill(1)).length,
+        () => [],
+      );
+    assert.equal(take(), 3000);
+    assert.equal(take(), 3000);
   });
 });
 
