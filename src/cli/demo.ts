@@ -20,7 +20,11 @@ export function registerDemo(program: Command): void {
     .option('--items <n>', 'training items (default: the demo config)', intOption(1))
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')
     .option('--set <key=value...>', 'override keys of the demo config, e.g. trainer.agent_learning_rate=2e-4')
-    .option('--precision <p>', 'matrix products: fp32 or bf16 (same as --set trainer.precision=<p>)', precisionOption)
+    .option(
+      '--precision <p>',
+      'matrix products: fp32, bf16, or auto (bf16 where the CPU runs it natively); same as --set trainer.precision=<p>',
+      precisionOption,
+    )
     .option('--no-dashboard', 'do not serve the dashboard at the end')
     .option(
       '--record <dir>',

@@ -25,8 +25,8 @@ export function intOption(min: number) {
 }
 
 /** `--precision`: fp32 or bf16 (the config key `precision`). */
-export function precisionOption(value: string): 'fp32' | 'bf16' {
-  if (value !== 'fp32' && value !== 'bf16') throw new InvalidArgumentError(`expected fp32 or bf16, got "${value}"`);
+export function precisionOption(value: string): 'fp32' | 'bf16' | 'auto' {
+  if (value !== 'fp32' && value !== 'bf16' && value !== 'auto') throw new InvalidArgumentError(`expected fp32, bf16 or auto, got "${value}"`);
   return value;
 }
 

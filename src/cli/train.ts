@@ -75,7 +75,11 @@ export function registerTrain(program: Command): void {
     .description('Train a team from a YAML config into a run directory (metrics, TensorBoard, samples, checkpoints, report)')
     .argument('[config]', 'run config (YAML); optional with --resume')
     .option('--set <key=value...>', 'override a config key, value parsed as YAML (repeatable)', (v: string, acc: string[] = []) => [...acc, v])
-    .option('--precision <p>', 'matrix products: fp32 or bf16 (same as --set trainer.precision=<p>)', precisionOption)
+    .option(
+      '--precision <p>',
+      'matrix products: fp32, bf16, or auto (bf16 where the CPU runs it natively); same as --set trainer.precision=<p>',
+      precisionOption,
+    )
     .option('--resume <run-dir>', 'continue an interrupted run from its latest checkpoint')
     .option('--max-items <n>', 'stop after this many training items in total (checkpoint written)', intOption(1))
     .option('-q, --quiet', 'log lines instead of progress bars (automatic on CI or when output is not a terminal)')

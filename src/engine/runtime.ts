@@ -4,7 +4,7 @@
  * that says why, never a silent fallback to the slower backend.
  */
 import type { Backend, FloatArray, Precision } from './backend.js';
-import { loadNativeBackend, nativeAddonFile, nativeBlas, nativeIsa } from './backends/native.js';
+import { loadNativeBackend, nativeAddonFile, nativeBf16Kernel, nativeBlas, nativeIsa } from './backends/native.js';
 import { referenceBackend } from './backends/reference.js';
 import { gemmDescription } from './blas-core.js';
 import { takeFloat32 } from './buffer-pool.js';
@@ -71,6 +71,15 @@ export function setPrecision(p: Precision): void {
   if (p !== 'fp32' && p !== 'bf16' && p !== 'bf16-emulated') throw new Error(`unknown precision "${p as string}": expected fp32 or bf16`);
   precision = p;
   active?.setPrecision(p);
+}
+
+/**
+ * What precision `auto` means here: bf16 where the active backend runs bf16 products on bf16
+ * hardware (the native backend on a CPU with AMX or AVX-512 BF16), else fp32, since emulated bf16
+ * gives bf16's numbers at fp32's speed or slower.
+ */
+export function autoPrecision(): 'fp32' | 'bf16' {
+  return backend().name === 'native' && precision !== 'bf16-emulated' && nativeBf16Kernel() !== 'emulated' ? 'bf16' : 'fp32';
 }
 
 export function getPrecision(): Precision {

@@ -72,9 +72,11 @@ export const PretrainConfigSchema = z
         'model folder whose weights start the run instead of a random initialisation (continued pretraining); its config must match `model` (null = from scratch)',
       ),
     precision: z
-      .enum(['fp32', 'bf16'])
+      .enum(['fp32', 'bf16', 'auto'])
       .default('fp32')
-      .describe('matrix products: fp32, or bf16 inputs with fp32 accumulation (fp32 master weights); see docs/benchmarks.md'),
+      .describe(
+        'matrix products: fp32, or bf16 inputs with fp32 accumulation (fp32 master weights); auto: bf16 where the CPU runs it natively, else fp32; see docs/benchmarks.md',
+      ),
     log_every: positiveInt.default(10).describe('steps between log lines when no progress bar is shown'),
     data: DataSchema.prefault({}).describe('corpus and tokenizer'),
     model: ModelSchema.describe('Llama-style architecture'),

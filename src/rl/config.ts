@@ -186,10 +186,10 @@ export const MagrpoConfigSchema = z
     num_turns: posInt().max(CONFIG_LIMITS.turns).default(1).describe('T, turns per episode; > 1 needs a transition. (magrpo) default 1, the reference has 2'),
     seed: nonNegInt().default(0).describe('(magrpo) seeds sampling, buffer shuffles and initialisation'),
     precision: z
-      .enum(['fp32', 'bf16'])
+      .enum(['fp32', 'bf16', 'auto'])
       .default('fp32')
       .describe(
-        '(magrpo) matrix products: fp32, or bf16 inputs with fp32 accumulation for products of ≥ 16 rows (AVX-512 BF16 where the CPU has it, else emulated); weights, gradients and optimizer state stay fp32',
+        '(magrpo) matrix products: fp32, or bf16 inputs with fp32 accumulation for products of ≥ 16 rows (AMX or AVX-512 BF16 where the CPU has it, else emulated); auto: bf16 where the CPU runs it natively, else fp32. Weights, gradients and optimizer state stay fp32',
       ),
     // --- sampling
     max_new_tokens: posInt().max(CONFIG_LIMITS.newTokens).default(256).describe('generation length cap per completion'),
