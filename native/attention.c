@@ -177,11 +177,12 @@ INLINE void attention_decode_groups(int64_t lo, int64_t hi, const AttnArgs *args
   int64_t S = a->S, D = a->D, H = a->H, ldk = a->Hkv * D, G = attn_group(a);
   int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;
   for (int64_t task = lo; task < hi; task++) {
-    int64_t b = task / a->Hkv, g = task % a->Hkv;
+    int64_t b = task / a->Hkv, g = task % a->Hkv, shared = a->kvRow ? a->kvShared : 0, rb = a->kvRow ? a->kvRow[b] : b;
     const float *qg = a->q + (b * H + g * G) * D, *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;
+    const float *kr = a->k + rb * a->Smax * ldk + g * D, *vr = a->v + rb * a->Smax * ldk + g * D; /* keys < shared */
     float *Pg = P + (b * H + g * G) * S, *og = out + (b * H + g * G) * D;
     for (int64_t s = 0; s < lim; s++) {
-      const float *ks = kg + s * ldk;
+      const float *ks = (s < shared ? kr : kg) + s * ldk;
       for (int64_t h = 0; h < G; h++) {
         const float *qh = qg + h * D;
         float dot = 0.0f;
@@ -194,7 +195,7 @@ INLINE void attention_decode_groups(int64_t lo, int64_t hi, const AttnArgs *args
     for (int64_t h = 0; h < G; h++) softmax_block(0, 1, &sp, Pg + h * S, Pg + h * S);
     memset(og, 0, (size_t)(G * D) * sizeof(float));
     for (int64_t s = 0; s < lim; s++) {
-      const float *vs = vg + s * ldk;
+      const float *vs = (s < shared ? vr : vg) + s * ldk;
       for (int64_t h = 0; h < G; h++) {
         float p = Pg[h * S + s];
         if (p == 0.0f) continue;
@@ -233,8 +234,9 @@ TARGET_avx512 static inline __m512 sum16(__m512 *x) {
     const int64_t S = a->S, D = NV * 16, H = a->H, ldk = a->Hkv * D, G = attn_group(a), HC = 16 / NV;                                  \
     int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;                                    \
     for (int64_t task = lo; task < hi; task++) {                                                                                       \
-      int64_t b = task / a->Hkv, g = task % a->Hkv;                                                                                    \
+      int64_t b = task / a->Hkv, g = task % a->Hkv, shared = a->kvRow ? a->kvShared : 0, rb = a->kvRow ? a->kvRow[b] : b;             \
       const float *qg = a->q + (b * H + g * G) * D, *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;    \
+      const float *kr = a->k + rb * a->Smax * ldk + g * D, *vr = a->v + rb * a->Smax * ldk + g * D;                                    \
       float *Pg = P + (b * H + g * G) * S, *og = out + (b * H + g * G) * D;                                                            \
       for (int64_t s0 = 0; s0 < lim; s0 += 16) {                                                                                       \
         int n = (int)(lim - s0 < 16 ? lim - s0 : 16);                                                                                  \
@@ -245,7 +247,7 @@ TARGET_avx512 static inline __m512 sum16(__m512 *x) {
           for (int j = 0; j < 16; j++) {                                                                                               \
             x[j] = _mm512_setzero_ps();                                                                                                \
             if (j < n)                                                                                                                 \
-              for (int v = 0; v < NV; v++) x[j] = _mm512_fmadd_ps(q[v], _mm512_loadu_ps(kg + (s0 + j) * ldk + 16 * v), x[j]);         \
+              for (int v = 0; v < NV; v++) x[j] = _mm512_fmadd_ps(q[v], _mm512_loadu_ps((s0 + j < shared ? kr : kg) + (s0 + j) * ldk + 16 * v), x[j]); \
           }                                                                                                                            \
           _mm512_mask_storeu_ps(Pg + h * S + s0, m, sum16(x));                                                                         \
         }                                                                                                                              \
@@ -257,7 +259,7 @@ TARGET_avx512 static inline __m512 sum16(__m512 *x) {
         __m512 acc[16];                                                                                                                \
         for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();                                                                     \
         for (int64_t s = 0; s < lim; s++) {                                                                                            \
-          const float *vs = vg + s * ldk;                                                                                              \
+          const float *vs = (s < shared ? vr : vg) + s * ldk;                                                                          \
           __m512 v[NV];                                                                                                                \
           for (int i = 0; i < NV; i++) v[i] = _mm512_loadu_ps(vs + 16 * i);                                                            \
           for (int h = 0; h < HC; h++)                                                                                                 \

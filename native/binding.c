@@ -1010,7 +1010,7 @@ static float *elem_pack(Call *c, size_t i, uint32_t j, const char *what, int64_t
 
 #define DECODE_PER_LAYER 16
 
-/* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits[, loraRuns, loraWeights]): model/llama-decode.ts. */
+/* llamaDecodeStep(dims, weights, caches, keyMask, ids, positions, cos, sin, logits[, loraRuns, loraWeights[, kvRows, kvShared]]): model/llama-decode.ts. */
 static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
   Call c;
   if (!call_init(&c, env, info, "llamaDecodeStep", 9)) return NULL;
@@ -1127,6 +1127,19 @@ static napi_value k_llama_decode_step(napi_env env, napi_callback_info info) {
     }
     d.nLora = c.failed ? 0 : n;
     d.lora = runs;
+  }
+  /* Optional: kvRows (Int32Array [R]) and kvShared (a count): row r reads its first kvShared cached
+   * keys and values from row kvRows[r], whose copies of them are the same (AttnSpec). */
+  napi_valuetype t11 = napi_undefined;
+  if (!c.failed) napi_typeof(env, c.argv[11], &t11);
+  if (!c.failed && t11 != napi_undefined && t11 != napi_null) {
+    d.kvRow = arg_i32(&c, 11, "kvRows", (double)d.R);
+    double shared = arg_number(&c, 12, "kvShared");
+    if (!c.failed && !(shared >= 0 && shared <= (double)d.len && shared == floor(shared)))
+      fail(&c, true, "kvShared = %g is not an integer in [0, len = %lld]", shared, (long long)d.len);
+    for (int64_t r = 0; r < d.R && !c.failed; r++)
+      if (d.kvRow[r] < 0 || d.kvRow[r] >= d.R) fail(&c, true, "kvRows[%lld] = %d is not a row of [0, %lld)", (long long)r, d.kvRow[r], (long long)d.R);
+    d.kvShared = c.failed ? 0 : (int64_t)shared;
   }
   bool ok = !c.failed && llama_decode_step(&d, logits);
   bool oom = !c.failed && !ok;

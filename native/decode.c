@@ -76,7 +76,8 @@ static bool decode_rows(const LlamaDecode *d, float *logits) {
       rope_forward(1, &rk, krow + r * ldkv, krow + r * ldkv);
     }
     AttnSpec a = {.B = R, .T = 1, .S = S, .Smax = d->Smax, .H = H, .Hkv = Hkv, .D = D, .pastLen = d->len,
-                  .scale = (float)(1.0 / sqrt((double)D)), .causal = true, .km = d->keyMask, .q = q, .k = kc, .v = vc};
+                  .scale = (float)(1.0 / sqrt((double)D)), .causal = true, .km = d->keyMask, .q = q, .k = kc, .v = vc,
+                  .kvRow = d->kvRow, .kvShared = d->kvShared};
     attention_forward(&a, P, att);
     proj(d, l, 3, C, H * D, att, w->o, w->bo, y, C, t);
     add_into(R * C, y, h);
@@ -115,10 +116,14 @@ static void decode_slice(int t, int T, void *ctx) {
   const LlamaDecode *d = s->d;
   int64_t r0 = d->R * t / T, r1 = d->R * (t + 1) / T, ldkv = d->Smax * d->Hkv * d->D;
   float **kv = malloc((size_t)(2 * d->L) * sizeof *kv);
-  if (!kv) {
+  int32_t *kvRow = d->kvRow ? malloc((size_t)(r1 - r0) * sizeof *kvRow) : NULL;
+  if (!kv || (d->kvRow && !kvRow)) {
+    free(kv);
     __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
     return;
   }
+  /* The slice's rows from 0: a row whose shared keys lie in another slice reads its own copy. */
+  for (int64_t r = r0; kvRow && r < r1; r++) kvRow[r - r0] = d->kvRow[r] >= r0 && d->kvRow[r] < r1 ? d->kvRow[r] - (int32_t)r0 : (int32_t)(r - r0);
   for (int64_t l = 0; l < d->L; l++) kv[l] = d->cacheK[l] + r0 * ldkv, kv[d->L + l] = d->cacheV[l] + r0 * ldkv;
   LlamaDecode sub = *d;
   sub.R = r1 - r0;
@@ -128,8 +133,10 @@ static void decode_slice(int t, int T, void *ctx) {
   sub.keyMask += r0 * d->Smax;
   sub.cacheK = kv;
   sub.cacheV = kv + d->L;
+  sub.kvRow = kvRow;
   if (!decode_rows(&sub, s->logits + r0 * d->V)) __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
   free(kv);
+  free(kvRow);
 }
 
 bool llama_decode_step(const LlamaDecode *d, float *logits) {

@@ -402,6 +402,11 @@ typedef struct {
   bool causal;
   const uint8_t *km; /* [B, Smax] or NULL */
   const float *q, *k, *v; /* [B, T, H, D], [B, Smax, Hkv, D] x2 */
+  /* Decode (T = 1) only, or NULL: row b reads its first kvShared keys and values from row
+   * kvRow[b], which holds the same ones (sequences sampled from one prompt, its keys copied to
+   * each): the rows of a group then read one copy, which stays in cache from one row to the next. */
+  const int32_t *kvRow;
+  int64_t kvShared;
 } AttnSpec;
 
 typedef struct {
@@ -561,6 +566,8 @@ typedef struct {
   const uint8_t *keyMask;               /* [R, Smax], row len already set */
   const int32_t *ids, *pos;             /* [R] */
   const float *cos, *sin;               /* RoPE tables [maxPos, D/2] */
+  const int32_t *kvRow;                 /* [R] or NULL: AttnSpec's, rows of the whole step */
+  int64_t kvShared;
 } LlamaDecode;
 
 /* The step; logits [R, V]. False when out of memory for its scratch. */

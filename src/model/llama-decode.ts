@@ -85,22 +85,36 @@ const at = Object.fromEntries(LAYER_WEIGHTS.map((name, i) => [name, i])) as Reco
 /** Steps run so far (tests and diagnostics: whether sampling took the fused path). */
 export const decodeStepCount = { calls: 0 };
 
-type NativeStep = (...args: [...LlamaDecodeArgs, loraRuns?: Float64Array, loraWeights?: readonly (FloatArray | null)[]]) => void;
+/**
+ * Cache rows that hold the same first `len` keys and values (KVCache.sharedKeys): row r may read
+ * them from row `rows[r]`. A hint, never a change of result: every row holds its own copy.
+ */
+export interface SharedKeys {
+  rows: Int32Array;
+  len: number;
+}
+
+type NativeStep = (
+  ...args: [...LlamaDecodeArgs, loraRuns: Float64Array | null, loraWeights: readonly (FloatArray | null)[] | null, kvRows: Int32Array | null, kvShared: number]
+) => void;
 
 /**
  * One fused decode step on `be`: the addon's when `be` is the native backend, else composed from
- * `be`'s kernels. `lora`: adapters per run of rows, added to the packs' products (none: the packs alone).
+ * `be`'s kernels. `lora`: adapters per run of rows, added to the packs' products (none: the packs
+ * alone). `shared`: the addon's attention reads each group's shared keys from one row, which then
+ * stays in cache from one row of the group to the next (the composed step reads every row's own
+ * copy: the same numbers).
  */
-export function llamaDecodeStep(be: Backend, args: LlamaDecodeArgs, lora: readonly DecodeLoraRun[] = []): void {
+export function llamaDecodeStep(be: Backend, args: LlamaDecodeArgs, lora: readonly DecodeLoraRun[] = [], shared?: SharedKeys): void {
   decodeStepCount.calls++;
   const native = be.name === 'native' ? nativeFunction<NativeStep>('llamaDecodeStep') : null;
-  if (native === null) composeLlamaDecodeStep(be, args, lora);
-  else if (lora.length === 0) timedNative('llamaDecodeStep', () => native(...args));
-  else {
-    const runs = Float64Array.from(lora.flatMap((a) => [a.row0, a.row1, a.r, a.scale]));
-    const weights = lora.flatMap((a) => a.weights);
-    timedNative('llamaDecodeStep', () => native(...args, runs, weights));
+  if (native === null) {
+    composeLlamaDecodeStep(be, args, lora);
+    return;
   }
+  const runs = lora.length > 0 ? Float64Array.from(lora.flatMap((a) => [a.row0, a.row1, a.r, a.scale])) : null;
+  const weights = lora.length > 0 ? lora.flatMap((a) => a.weights) : null;
+  timedNative('llamaDecodeStep', () => native(...args, runs, weights, shared?.rows ?? null, shared?.len ?? 0));
 }
 
 /** The step as `be`'s kernels in sequence: the definition (and the path of backends without a fused one). */

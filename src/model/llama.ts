@@ -191,7 +191,7 @@ export class LlamaModel extends CausalLM {
     const tables = this.ropeTables();
     const dims = Float64Array.of(B, L, C, H, Hkv, D, F, V, cache.maxLen, cache.len, c.rmsNormEps, bf16 ? 1 : 0);
     const logits = new Tensor(alloc(B * V), opts.outputRows ? [B, V] : [B, 1, V]);
-    llamaDecodeStep(be, [dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data], lora);
+    llamaDecodeStep(be, [dims, weights, caches, cache.keyMask, ids, positions, tables.cos, tables.sin, logits.data], lora, cache.sharedKeys ?? undefined);
     cache.len += 1;
     return logits;
   }

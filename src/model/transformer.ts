@@ -72,6 +72,12 @@ export class KVCache {
   /** [B, maxLen] */
   readonly keyMask: Uint8Array;
   len = 0;
+  /**
+   * Rows that hold the same first `len` keys and values, copies of one row (sequences sampled from
+   * one prompt): row r's are row `rows[r]`'s, the first row of its group. A decode step may read
+   * them there (llama-decode.ts SharedKeys). Null: no two rows known to share any.
+   */
+  sharedKeys: { rows: Int32Array; len: number } | null = null;
 
   constructor(
     numLayers: number,
@@ -123,6 +129,14 @@ export class KVCache {
     }
     for (const [i, r] of rows.entries()) out.keyMask.set(this.keyMask.subarray(r * this.maxLen, (r + 1) * this.maxLen), i * this.maxLen);
     out.len = this.len;
+    // Copies of one row share all `len` positions; rows of one group here, their shared ones.
+    const group = (r: number) => (this.sharedKeys ? this.sharedKeys.rows[r] : r);
+    const firstOf = new Map<number, number>();
+    const shared = Int32Array.from(rows, (r, i) => {
+      if (!firstOf.has(group(r))) firstOf.set(group(r), i);
+      return firstOf.get(group(r)) as number;
+    });
+    if (firstOf.size < rows.length) out.sharedKeys = { rows: shared, len: this.sharedKeys?.len ?? this.len };
     return out;
   }
 }

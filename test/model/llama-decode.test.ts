@@ -19,6 +19,9 @@ assert.ok(found !== null, 'the native addon has llamaDecodeStep');
 const native: Step = found;
 const composed: Step = (...args) => composeLlamaDecodeStep(ref, args);
 const nativeWithLora = found as unknown as (...args: [...LlamaDecodeArgs, Float64Array, readonly (FloatArray | null)[]]) => void;
+const nativeShared = found as unknown as (
+  ...args: [...LlamaDecodeArgs, Float64Array | null, readonly (FloatArray | null)[] | null, Int32Array | null, number]
+) => void;
 const rand = prng(20250807);
 
 function uniform(n: number, lo = -1, hi = 1): Float32Array {
@@ -201,6 +204,64 @@ describe('llamaDecodeStep (one decode step in one call)', () => {
     bad(Float64Array.of(0, 10, 2, 1), adapters(2, -1), /loraRuns run 0: rows \[0, 10\) are not inside \[0, 9\)/);
     bad(Float64Array.of(0, 4, 2, 1), adapters(2, -1).slice(1), /loraWeights must be an Array of 28 entries, got 27/);
     bad(Float64Array.of(0, 4, 3, 1), adapters(2, -1), /LoRA A \(element 0\) has 48 elements, needs at least 72/);
+  });
+
+  it("reads a group's shared keys from the row kvRows names: the same logits where the copies agree, that row's where they do not", () => {
+    for (const [D, bf16] of [
+      [6, false], // the portable attention loop
+      [64, true], // heads of 64: the AVX-512 kernel where there is one
+    ] as const) {
+      const d0 = dimsOf(6, 2, 7, bf16);
+      const d = { ...d0, D, dims: d0.dims.slice() };
+      d.dims[5] = D;
+      const m = model(d, false);
+      const row = d.Smax * d.Hkv * d.D;
+      // Rows 0-2 and 3-5 are two groups; each row's first 5 positions are copies of its group's first row's.
+      const caches = Array.from({ length: 2 * d.L }, () => {
+        const c = uniform(d.R * row);
+        for (const r of [1, 2, 4, 5]) c.copyWithin(r * row, (r < 3 ? 0 : 3) * row, (r < 3 ? 0 : 3) * row + 5 * d.Hkv * d.D);
+        return c;
+      });
+      const keyMask = new Uint8Array(d.R * d.Smax).fill(1);
+      const ids = ints(d.R, 0, d.V);
+      const positions = Int32Array.from({ length: d.R }, () => 7);
+      const [cos, sin] = [uniform(20 * (D / 2)), uniform(20 * (D / 2))];
+      const weights = packed(nat, m, bf16);
+      const run = (cs: Float32Array[], kvRows: Int32Array | null, shared: number) => {
+        const logits = new Float32Array(d.R * d.V);
+        nativeShared(
+          d.dims,
+          weights,
+          cs.map((c) => c.slice()),
+          keyMask,
+          ids,
+          positions,
+          cos,
+          sin,
+          logits,
+          null,
+          null,
+          kvRows,
+          shared,
+        );
+        return logits;
+      };
+      const kvRows = Int32Array.of(0, 0, 0, 3, 3, 3);
+      const plain = run(caches, null, 0);
+      assert.deepEqual(run(caches, kvRows, 5), plain, `D ${D}: copies that agree give the same logits, bit for bit`);
+      // Row 4's copy made different: read through kvRows it does not count; read as its own, it does.
+      const broken = caches.map((c) => {
+        const b = c.slice();
+        for (let i = 4 * row; i < 4 * row + 5 * d.Hkv * d.D; i++) b[i] += 0.5;
+        return b;
+      });
+      const V = d.V;
+      assert.deepEqual(run(broken, kvRows, 5).subarray(4 * V, 5 * V), plain.subarray(4 * V, 5 * V), `D ${D}: row 4 read row 3's copy`);
+      assert.notDeepEqual(run(broken, null, 0).subarray(4 * V, 5 * V), plain.subarray(4 * V, 5 * V), `D ${D}: row 4's own copy differs`);
+      const bad = { code: 'NATIVE_BAD_ARGUMENT' };
+      assert.throws(() => run(caches, Int32Array.of(0, 0, 0, 3, 3, 6), 5), { ...bad, message: /kvRows\[5\] = 6 is not a row of \[0, 6\)/ });
+      assert.throws(() => run(caches, kvRows, 8), { ...bad, message: /kvShared = 8 is not an integer in \[0, len = 7\]/ });
+    }
   });
 
   it('rejects a short pack, a wrong weight count, a full cache and an id outside the vocabulary', () => {

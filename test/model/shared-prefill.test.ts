@@ -155,3 +155,26 @@ describeEachBackend('one prefill per distinct prompt', (backend) => {
     assert.equal(noGrad(() => groupLogprobs(model, A, [[], []])).tokenLogprobs.size, 0);
   });
 });
+
+it("a cache's copied rows are marked as sharing their keys, group by group, through every selection", () => {
+  const model = tinyLlama(4);
+  const cache = model.createCache(3, 10);
+  cache.len = 6;
+  for (const t of [...cache.k, ...cache.v]) for (let i = 0; i < t.size; i++) t.data[i] = Math.sin(i);
+  assert.equal(cache.sharedKeys, null);
+  assert.equal(cache.select([2, 0, 1]).sharedKeys, null, 'distinct rows share nothing');
+  // Prompts 0 and 2 copied twice each (as the decoder admits them): each copy reads its group's first row.
+  const copies = cache.select([0, 0, 2, 1, 2]);
+  assert.deepEqual(copies.sharedKeys, { rows: Int32Array.of(0, 0, 2, 3, 2), len: 6 });
+  copies.len = 8; // two tokens decoded: their keys are each row's own
+  const left = copies.select([1, 3, 4]); // rows 0 and 2 finished
+  assert.deepEqual(left.sharedKeys, null, 'one row left of each group');
+  const kept = copies.select([1, 2, 4]);
+  assert.deepEqual(kept.sharedKeys, { rows: Int32Array.of(0, 1, 1), len: 6 }, 'the prompt positions only, not the decoded ones');
+  for (let l = 0; l < model.config.numLayers; l++) {
+    const per = kept.maxLen * kept.k[l].shape[2] * kept.k[l].shape[3];
+    const used = 6 * kept.k[l].shape[2] * kept.k[l].shape[3];
+    assert.deepEqual(kept.k[l].data.subarray(per, per + used), kept.k[l].data.subarray(2 * per, 2 * per + used), 'the rows it names hold the same keys');
+    assert.notDeepEqual(kept.k[l].data.subarray(0, used), kept.k[l].data.subarray(per, per + used), 'rows of different prompts differ');
+  }
+});
