@@ -1,7 +1,8 @@
 """One agent's learner: a Hugging Face causal LM (with PEFT LoRA adapters, or all weights
-trainable), AdamW with magrpo's hyperparameters and LR schedule, data parallel over the
-torch.distributed group when there is one: DDP (every process holds the whole model), or FSDP2
-(`fully_shard`: every decoder layer, then the root, sharded over the processes)."""
+trainable), optionally with a value head (IAC's actors, and the critic models of IAC and MAAC),
+AdamW with magrpo's hyperparameters and LR schedule, data parallel over the torch.distributed
+group when there is one: DDP (every process holds the whole model), or FSDP2 (`fully_shard`: every
+decoder layer, then the root, sharded over the processes)."""
 
 from __future__ import annotations
 
@@ -15,30 +16,50 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from .loss import lr_multiplier, preference_loss, sample_loss
+from .loss import ACTOR_CRITIC, actor_critic_loss, lr_multiplier, preference_loss, sample_loss, value_error
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
 
 
+VALUE_HEAD_FILE = "value_head.safetensors"
+
+
+class ValueHead(torch.nn.Module):
+    """v = w . h + b on the final hidden state (after the final norm): src/model/value-head.ts, TRL's
+    `v_head.summary` (its state dict names, as value_head.safetensors has them)."""
+
+    def __init__(self, hidden: int, dtype: torch.dtype):
+        super().__init__()
+        self.summary = torch.nn.Linear(hidden, 1, dtype=dtype)
+        with torch.no_grad():  # CoMLRL's initialisation; magrpo sends its own head (value_head.init)
+            self.summary.weight.normal_(0.0, 0.02)
+            self.summary.bias.zero_()
+
+
 class Scorer(torch.nn.Module):
     """log pi(token) of every completion token and the entropy of its row; the LM head runs only
-    on rows that predict a completion token (as src/model/logprobs.ts)."""
+    on rows that predict a completion token (as src/model/logprobs.ts). With a value head, also the
+    value at the rows `value_rows` (a sequence's last prompt token, or its last token)."""
 
-    def __init__(self, model):
+    def __init__(self, model, value_head: ValueHead | None = None):
         super().__init__()
         self.model = model
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.decoder = base.base_model
         self.head = base.get_output_embeddings()
+        self.v_head = value_head
 
-    def forward(self, ids, mask, rows, targets):
+    def forward(self, ids, mask, rows, targets, value_rows=None):
         hidden = self.decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
-        h = hidden.reshape(-1, hidden.shape[-1])[rows]
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        h = flat[rows]
         logits = self.head(h)
         lsm = torch.log_softmax(logits.to(torch.float32) if logits.dtype == torch.bfloat16 else logits, -1)
         lp = lsm.gather(-1, targets[:, None]).sum(-1)  # not a view (FSDP hooks the root's outputs for backward)
         entropy = -(lsm.exp() * lsm).sum(-1).detach()
-        return lp, entropy
+        if self.v_head is None or value_rows is None:
+            return lp, entropy, lp.new_zeros(0)
+        return lp, entropy, self.v_head.summary(flat[value_rows]).reshape(-1)
 
 
 def world() -> tuple[int, int]:
@@ -80,37 +101,43 @@ class AgentLearner:
         if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("no trainable parameters (lora.target_modules matched nothing?)")
         self.model = model
-        self.scorer = Scorer(model)
+        # A value head: IAC's actor (value_head.type v or q: its value term joins the loss) or a
+        # critic model (`critic`: value_forward_backward regresses values of whole inputs).
+        self.value_cfg = req.get("value_head")
+        if self.value_cfg is not None and not req.get("critic") and self.loss_cfg.get("algorithm") not in ACTOR_CRITIC:
+            raise ValueError(f"value_head: algorithm {self.loss_cfg.get('algorithm')!r} has no critic; an actor's value head is for {', '.join(ACTOR_CRITIC)}")
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.v_head = ValueHead(base.config.hidden_size, self.dtype) if self.value_cfg is not None else None
+        if self.v_head is not None and self.value_cfg.get("init"):
+            load_value_head(self.v_head, Path(self.value_cfg["init"]) / VALUE_HEAD_FILE)
+        self.scorer = Scorer(model, self.v_head)
         if self.sharded:
             # From the CPU copy straight to shards on `device`: no process holds the whole model there.
             layers = shard(self.scorer, model, device)
         else:
-            model.to(device)
+            self.scorer.to(device)
             if self.world > 1:
                 ids = [device.index] if device.type == "cuda" else None
                 self.scorer = torch.nn.parallel.DistributedDataParallel(self.scorer, device_ids=ids)
         # After fully_shard: the parameters are the sharded DTensors it put in place.
-        self.params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.model_params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.head_params = [(f"v_head.{n}", p) for n, p in self.v_head.named_parameters()] if self.v_head is not None else []
+        self.params = self.model_params + self.head_params
         for _, p in self.params:
             p.grad = torch.zeros_like(p)
         if self.rank == 0:
             how = f"FSDP2 ({layers} decoder layers, then the root, sharded)" if self.sharded else "DDP" if self.world > 1 else "one process"
             n = sum(p.numel() for _, p in self.params)
-            print(f"magrpo-learner: agent {req.get('agent')}: {n} trainable parameters, {how} over {self.world} process(es)", file=sys.stderr, flush=True)
+            who = f"agent {req.get('agent')}" + ("'s critic" if req.get("critic") else "")
+            head = " with a value head" if self.v_head is not None else ""
+            print(f"magrpo-learner: {who}: {n} trainable parameters{head}, {how} over {self.world} process(es)", file=sys.stderr, flush=True)
         o = self.opt_cfg
         self.opt = torch.optim.AdamW([p for _, p in self.params], lr=o["lr"], betas=tuple(o["betas"]), eps=o["eps"], weight_decay=o["weight_decay"])
         self.steps = 0
 
     # ---- forward_backward ---------------------------------------------------------------------
 
-    def _batch(self, samples: list[tuple[int, dict]]):
-        """One right-padded batch over every scored completion of `samples`."""
-        seqs, rows, targets, owner = [], [], [], []
-        for i, s in samples:
-            for g, c in enumerate(s["completions"]):
-                if c:
-                    seqs.append(s["prompt_ids"] + c)
-                    owner.append((i, g, len(s["prompt_ids"]), len(c)))
+    def _padded(self, seqs: list[list[int]]):
         T = max(len(x) for x in seqs)
         ids = torch.zeros(len(seqs), T, dtype=torch.long)
         mask = torch.zeros(len(seqs), T, dtype=torch.long)
@@ -118,39 +145,68 @@ class AgentLearner:
             ids[b, : len(x)] = torch.tensor(x)
             ids[b, len(x):] = x[-1]
             mask[b, : len(x)] = 1
+        return ids.to(self.device), mask.to(self.device), T
+
+    def _long(self, v: list[int]) -> torch.Tensor:
+        return torch.tensor(v, dtype=torch.long, device=self.device)
+
+    def _batch(self, samples: list[tuple[int, dict]]):
+        """One right-padded batch over every scored completion of `samples`; with a value head over
+        every completion (an empty one is its prompt: it still has a value to regress), with the
+        row of each one's value: its prompt's last token (type v) or its own last token (q)."""
+        seqs, rows, targets, owner = [], [], [], []
+        for i, s in samples:
+            for g, c in enumerate(s["completions"]):
+                if c or self.v_head is not None:
+                    seqs.append(s["prompt_ids"] + c)
+                    owner.append((i, g, len(s["prompt_ids"]), len(c)))
+        ids, mask, T = self._padded(seqs)
         for b, (i, g, p, n) in enumerate(owner):
             rows.extend(b * T + p - 1 + j for j in range(n))
             targets.extend(seqs[b][p:p + n])
-        t = lambda v: torch.tensor(v, dtype=torch.long, device=self.device)
-        return ids.to(self.device), mask.to(self.device), t(rows), t(targets), owner
+        value_rows = None
+        if self.v_head is not None:
+            q = self.value_cfg.get("type") == "q"
+            value_rows = self._long([b * T + p - 1 + (n if q else 0) for b, (_, _, p, n) in enumerate(owner)])
+        return ids, mask, self._long(rows), self._long(targets), value_rows, owner
+
+    def _has_loss(self, s: dict) -> bool:
+        return any(s["completions"]) or (self.v_head is not None and len(s["completions"]) > 0)
 
     def forward_backward(self, samples: list[dict]) -> dict:
         n = len(samples)
         weight = 1.0 / n
         mine = [(i, s) for i, s in enumerate(samples) if i % self.world == self.rank]
-        scored_mine = [(i, s) for i, s in mine if any(s["completions"])]
-        any_scored = any(any(s["completions"]) for s in samples)
-        out = {"loss": 0.0, "entropy_sum": 0.0, "tokens": 0, "sequences": 0, "clipped": 0, "kl_sum": 0.0, "kl_tokens": 0, "logprobs": {}}
+        scored_mine = [(i, s) for i, s in mine if self._has_loss(s)]
+        any_scored = any(self._has_loss(s) for s in samples)
+        actor_critic = self.loss_cfg.get("algorithm") in ACTOR_CRITIC
+        out = {"loss": 0.0, "entropy_sum": 0.0, "tokens": 0, "sequences": 0, "clipped": 0, "kl_sum": 0.0, "kl_tokens": 0, "logprobs": {},
+               "value_loss": 0.0 if self.v_head is not None else None}
         if any_scored:
             # Every process runs one forward and one backward (DDP all-reduces in backward); one
             # without scored samples scores the first scored sequence with weight 0.
             dummy = not scored_mine
-            batch = scored_mine or [next((i, s) for i, s in enumerate(samples) if any(s["completions"]))]
-            ids, mask, rows, targets, owner = self._batch(batch)
-            lp, ent = self.scorer(ids, mask, rows, targets)
-            total = lp.sum() * 0.0
+            batch = scored_mine or [next((i, s) for i, s in enumerate(samples) if self._has_loss(s))]
+            ids, mask, rows, targets, value_rows, owner = self._batch(batch)
+            lp, ent, values = self.scorer(ids, mask, rows, targets, value_rows)
+            total = lp.sum() * 0.0 + values.sum() * 0.0
             at = 0
             per = {}
             for b, (i, g, _, length) in enumerate(owner):
-                per.setdefault(i, []).append((g, lp[at:at + length], ent[at:at + length]))
+                per.setdefault(i, []).append((g, lp[at:at + length], ent[at:at + length], values[b] if value_rows is not None else None))
                 at += length
             if not dummy:
                 for i, parts in per.items():
                     s = samples[i]
-                    scored = [g for g, _, _ in parts]
-                    logp = [x for _, x, _ in parts]
+                    scored = [g for g, x, _, _ in parts if x.shape[0] > 0]
+                    logp = [x for _, x, _, _ in parts if x.shape[0] > 0]
                     if s.get("preference"):
                         loss, m = preference_loss(logp, s, scored, weight)
+                    elif actor_critic:
+                        vals = [None] * len(s["completions"])
+                        for g, _, _, v in parts:
+                            vals[g] = v
+                        loss, m = actor_critic_loss(logp, s, scored, self.loss_cfg, weight, vals, self.value_cfg)
                     else:
                         loss, m = sample_loss(logp, s, scored, self.loss_cfg, weight)
                     value = float(loss.detach())
@@ -158,13 +214,15 @@ class AgentLearner:
                         raise ValueError(f"the loss is {value}; check the reward values and the learning rate")
                     total = total + loss
                     out["loss"] += value
-                    out["entropy_sum"] += float(sum(e.sum() for _, _, e in parts))
-                    out["tokens"] += sum(x.shape[0] for _, x, _ in parts)
+                    out["entropy_sum"] += float(sum(e.sum() for _, _, e, _ in parts))
+                    out["tokens"] += sum(x.shape[0] for x in logp)
                     out["sequences"] += len(s["completions"])
                     for k in ("clipped", "kl_sum", "kl_tokens"):
                         out[k] += m[k]
+                    if m.get("value_loss") is not None:
+                        out["value_loss"] += m["value_loss"] * weight
                     lps = [[] for _ in s["completions"]]
-                    for g, x, _ in parts:
+                    for g, x, _, _ in parts:
                         lps[g] = x.detach().double().tolist()
                     out["logprobs"][i] = lps
             # DDP's all-reduce and FSDP's reduce-scatter average gradients over processes: scale so
@@ -173,6 +231,34 @@ class AgentLearner:
         for i, s in mine:
             out["logprobs"].setdefault(i, [[] for _ in s["completions"]])
         return out
+
+    def value_forward_backward(self, examples: list[dict]) -> dict:
+        """A critic model's minibatch (src/rl/critics.ts CriticModel.step): per example its value
+        V at the last token of `ids`, the loss value_loss_coef * mean value_error(V, old_value,
+        target), its gradient added to the accumulated one. Returns this process's share of the
+        mean value error."""
+        if self.v_head is None:
+            raise ValueError("value_forward_backward: this learner has no value head (create it with value_head)")
+        n = len(examples)
+        coef, clip = self.value_cfg["value_loss_coef"], self.value_cfg.get("value_clip_range")
+        mine = [(i, e) for i, e in enumerate(examples) if i % self.world == self.rank]
+        dummy = not mine  # a process without examples values the first with weight 0
+        batch = mine or [(0, examples[0])]
+        ids, mask, T = self._padded([e["ids"] for _, e in batch])
+        none = self._long([])
+        lp, _, values = self.scorer(ids, mask, none, none, self._long([b * T + len(e["ids"]) - 1 for b, (_, e) in enumerate(batch)]))
+        total = lp.sum() * 0.0 + values.sum() * 0.0
+        value_loss = 0.0
+        if not dummy:
+            for b, (_, e) in enumerate(batch):
+                err = value_error(values[b], e["old_value"], e["target"], clip)
+                v = float(err.detach())
+                if not math.isfinite(v):
+                    raise ValueError(f"the value loss is {v}; check the reward values and the learning rate")
+                value_loss += v / n
+                total = total + err * (coef / n)
+        (total * self.world).backward()
+        return {"value_loss": value_loss}
 
     # ---- optim_step ---------------------------------------------------------------------------
 
@@ -212,16 +298,27 @@ class AgentLearner:
         it) that gathers the shards to rank 0's CPU and returns {} elsewhere."""
         if not self.sharded:
             state = self.model.state_dict()
-            return {n: state[n] for n, _ in self.params} if trainable_only else state
+            return {n: state[n] for n, _ in self.model_params} if trainable_only else state
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=True, ignore_frozen_params=trainable_only)
         return get_model_state_dict(self.model, options=options)
 
+    def _head_state(self) -> dict:
+        """The value head's tensors, whole, on every process (under FSDP a collective)."""
+        out = {}
+        for n, p in self.head_params:
+            if self.sharded:
+                p = p.full_tensor()
+            out[n] = p.detach().cpu()
+        return out
+
     def save_adapter(self, out: str) -> None:
-        """A PEFT adapter folder (LoRA) or a HF model folder, float32 unless training in bfloat16."""
+        """A PEFT adapter folder (LoRA) or a HF model folder, float32 unless training in bfloat16;
+        with a value head, its value_head.safetensors beside them (src/model/value-head.ts names)."""
         lora = bool(self.req.get("lora"))
         state = self._model_state(trainable_only=lora)  # every process: a collective under FSDP
+        head = self._head_state()
         if self.rank != 0:
             return
         from safetensors.torch import save_file
@@ -229,6 +326,8 @@ class AgentLearner:
         path = Path(out)
         path.mkdir(parents=True, exist_ok=True)
         cast = lambda t: (t.float() if t.dtype == torch.float64 else t).detach().cpu().contiguous()
+        if head:
+            save_file({k: cast(v) for k, v in head.items()}, str(path / VALUE_HEAD_FILE), metadata={"format": "pt"})
         if lora:
             from peft import get_peft_model_state_dict
 
@@ -263,7 +362,7 @@ class AgentLearner:
         return {"state": whole if self.rank == 0 else {}, "param_groups": state["param_groups"]}
 
     def save_state(self, out: str) -> None:
-        weights = self._model_state(trainable_only=True)  # every process: collectives under FSDP
+        weights = {**self._model_state(trainable_only=True), **self._head_state()}  # every process: collectives under FSDP
         optimizer = self._optimizer_state()
         if self.rank != 0:
             return
@@ -292,6 +391,46 @@ class AgentLearner:
                         optimizer["state"][i][k] = local_part(v, p)
         self.opt.load_state_dict(optimizer)
         self.steps = int(state["steps"])
+
+    def load_weights(self, src: str) -> None:
+        """The trainable weights (and value head) from a folder laid out as save_adapter writes it,
+        the optimizer state and step counter untouched: a learner that starts from weights the
+        trainer set after create_agent."""
+        from safetensors.torch import load_file
+
+        lora = bool(self.req.get("lora"))
+        f = Path(src) / ("adapter_model.safetensors" if lora else "model.safetensors")
+        if not f.exists():
+            raise ValueError(f"{f}: not found (load_weights reads a folder as save_adapter writes it)")
+        saved = load_file(str(f))
+        if self.head_params:
+            hf = Path(src) / VALUE_HEAD_FILE
+            if not hf.exists():
+                raise ValueError(f"{hf}: not found (this learner has a value head)")
+            saved.update({f"v_head.{k.removeprefix('v_head.')}": v for k, v in load_file(str(hf)).items()})
+        # PEFT's saved names drop the adapter name: ...q_proj.lora_A.weight for ...q_proj.lora_A.default.weight
+        key = lambda n: n.replace(".default", "") if lora and not n.startswith("v_head.") else n
+        for n, _ in self.params:  # checked before any collective, identically on every process
+            if key(n) not in saved:
+                raise ValueError(f"{f.parent}: no tensor {key(n)} for parameter {n}")
+        with torch.no_grad():
+            for n, p in self.params:
+                p.copy_(local_part(saved[key(n)].reshape(p.shape), p))
+
+
+def load_value_head(head: ValueHead, file: Path) -> None:
+    """value_head.safetensors (v_head.summary.weight [1, C], v_head.summary.bias [1]) into `head`."""
+    from safetensors.torch import load_file
+
+    if not file.exists():
+        raise ValueError(f"value_head.init: {file} not found")
+    t = load_file(str(file))
+    with torch.no_grad():
+        for name, p in head.summary.named_parameters():
+            key = f"v_head.summary.{name}"
+            if key not in t or t[key].numel() != p.numel():
+                raise ValueError(f"{file}: needs {key} with {p.numel()} values")
+            p.copy_(t[key].reshape(p.shape).to(p.dtype))
 
 
 def local_part(whole: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

@@ -1,5 +1,6 @@
-"""magrpo's losses, exactly as src/rl/algorithms/ computes them: the policy gradient (magrpo.ts) and
-a preference pair's DPO loss (madpo.ts, `preference_loss`).
+"""magrpo's losses, exactly as src/rl/algorithms/ computes them: the policy gradient (magrpo.ts), a
+preference pair's DPO loss (madpo.ts, `preference_loss`), the actor-critic losses (iac.ts, maac.ts:
+`actor_critic_loss`) and a critic's clipped value error (iac.ts, critics.ts: `value_error`).
 
 For one node sample with B scored (non-empty) completions b, tokens t of completion b:
 
@@ -83,6 +84,69 @@ def preference_loss(logp: list[torch.Tensor], sample: dict, scored: list[int], w
     delta = sum((x.sum() if g == 0 else -x.sum()) for g, x in zip(scored, logp))
     z = p["beta"] * (delta + p["other_delta"] - p["ref_delta"])
     return -torch.nn.functional.logsigmoid(z) * weight, {"clipped": 0, "kl_sum": 0.0, "kl_tokens": 0}
+
+
+ACTOR_CRITIC = ("iac", "maac")
+
+
+def actor_critic_loss(logp: list[torch.Tensor], sample: dict, scored: list[int], loss_cfg: dict, weight: float, values=None, value_cfg=None):
+    """An actor-critic sample's loss (src/rl/algorithms/iac.ts actorCriticLoss), already x weight.
+
+    With K the sample's completions (empty ones included), per completion g:
+
+        policy  -A_g / K * sum_t w_t * logp_t                               (no aggregation, no PPO clip)
+        KL      beta / K * sum_t (exp(d_t) - d_t - 1), d_t = ref_t - logp_t  (reference_kl mode "loss")
+        value   coef / K * value_error(V_g, old_g, target_g)                (an agent with a value head)
+
+    values[g]: the head's value of completion g (a [] tensor with gradient), or None without a head.
+    Returns (loss, metrics) with metrics clipped (0), kl_sum, kl_tokens and value_loss (the mean
+    over the K completions of the value error, before coef and weight; None without a head).
+    """
+    K = len(sample["completions"])
+    rkl = loss_cfg.get("reference_kl")
+    total = None
+    kl_sum, kl_tokens = 0.0, 0
+    kl_term = None
+    tw, refs = sample.get("token_weights"), sample.get("ref_logprobs")
+    for b, g in enumerate(scored):
+        lp = logp[b]
+        dt, dev = lp.dtype, lp.device
+        w = torch.tensor(tw[g], dtype=dt, device=dev) if tw is not None else torch.ones(lp.shape[0], dtype=dt, device=dev)
+        term = -(float(sample["advantages"][g]) * weight / K) * (w * lp).sum()
+        total = term if total is None else total + term
+        if refs is not None:
+            d = torch.tensor(refs[g], dtype=dt, device=dev) - lp
+            kl_sum += float((torch.exp(d) - d - 1).detach().sum())
+            kl_tokens += lp.shape[0]
+            if rkl is not None and rkl["mode"] == "loss":
+                part = (weight / K) * (torch.exp(d) - d).sum() - (weight / K) * lp.shape[0]
+                kl_term = part if kl_term is None else kl_term + part
+    if kl_term is not None:
+        total = total + rkl["coef"] * kl_term
+    value_loss = None
+    if value_cfg is not None:
+        critic = sample["critic"]
+        value_loss = 0.0
+        for g in range(K):
+            err = value_error(values[g], critic["old_values"][g], critic["targets"][g], value_cfg.get("value_clip_range"))
+            value_loss += float(err.detach()) / K
+            term = err * (value_cfg["value_loss_coef"] * weight / K)
+            total = term if total is None else total + term
+    if total is None:  # nothing scored and no head: a zero that still reaches the graph
+        total = sum(x.sum() for x in logp) * 0.0 if logp else torch.zeros(())
+    return total, {"clipped": 0, "kl_sum": kl_sum, "kl_tokens": kl_tokens, "value_loss": value_loss}
+
+
+def value_error(v: torch.Tensor, old: float, target: float, clip: float | None) -> torch.Tensor:
+    """(t - V)^2, or with clip range eps max((t - V)^2, (t - V_old - clamp(V - V_old, -eps, eps))^2)
+    as src/rl/algorithms/iac.ts and src/rl/critics.ts take it: the clipped term only where it is
+    strictly larger, so where the two tie (V inside the range) the gradient is the plain one's."""
+    err = (v - target) ** 2
+    if clip is not None:
+        clipped = (old + torch.clamp(v - old, -clip, clip) - target) ** 2
+        if float(clipped.detach()) > float(err.detach()):
+            err = clipped
+    return err
 
 
 def lr_multiplier(step: int, kind: str, warmup: int, total: int) -> float:

@@ -19,11 +19,13 @@ from .protocol import RequestError, validate
 
 
 class Learner:
-    """Every agent's learner in this process, and the command dispatch."""
+    """Every agent's learner in this process, and the command dispatch. A learner is addressed by
+    (agent, critic): an agent's policy, or with `critic: true` its critic model (IAC's separate
+    critic of agent i, MAAC's shared critic as agent 0's)."""
 
     def __init__(self, device: torch.device, parallel: str):
         self.device, self.parallel = device, parallel
-        self.agents: dict[int, AgentLearner] = {}
+        self.agents: dict[tuple[int, bool], AgentLearner] = {}
 
     def run(self, command: str, body: dict) -> dict:
         if command == "health":
@@ -32,7 +34,7 @@ class Learner:
 
             rank, size = world()
             return {"world_size": size, "device": str(self.device), "torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
-        a = body.get("agent")
+        a = (body.get("agent"), bool(body.get("critic")))
         if command == "create_agent":
             self.agents[a] = AgentLearner(body, self.device, self.parallel)
             return {"trainable_parameters": sum(p.numel() for _, p in self.agents[a].params)}
@@ -40,6 +42,13 @@ class Learner:
         if command == "forward_backward":
             out = agent.forward_backward(body["samples"])
             return merge(out, len(body["samples"]))
+        if command == "value_forward_backward":
+            out = agent.value_forward_backward(body["examples"])
+            parts = [out]
+            if world()[1] > 1:
+                parts = [None] * world()[1]
+                dist.all_gather_object(parts, out)
+            return {"value_loss": sum(p["value_loss"] for p in parts)}
         if command == "optim_step":
             return agent.optim_step()
         getattr(agent, command)(body["dir"])
@@ -54,6 +63,7 @@ def merge(local: dict, n: int) -> dict:
         parts = [None] * size
         dist.all_gather_object(parts, local)
     out = {k: sum(p[k] for p in parts) for k in ("loss", "entropy_sum", "tokens", "sequences", "clipped", "kl_sum", "kl_tokens")}
+    value_loss = None if local["value_loss"] is None else sum(p["value_loss"] for p in parts)
     logprobs = {}
     for p in parts:
         logprobs.update(p["logprobs"])
@@ -64,6 +74,7 @@ def merge(local: dict, n: int) -> dict:
         "sequences": out["sequences"],
         "kl": out["kl_sum"] / out["kl_tokens"] if out["kl_tokens"] else None,
         "clip_fraction": out["clipped"] / out["tokens"] if out["tokens"] else 0.0,
+        "value_loss": value_loss,
         "logprobs": [logprobs[i] for i in range(n)],
     }
 
@@ -120,7 +131,7 @@ def serve(listen: str, learner: Learner, max_bytes: int) -> None:
                 return
             try:
                 body = json.loads(self.rfile.read(size) or b"{}")
-                validate(command, body, set(learner.agents))
+                validate(command, body, learner.agents)
             except (ValueError, RequestError) as e:
                 self.reply(400, {"ok": False, "error": f"bad request: {e}"})
                 return
