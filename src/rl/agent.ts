@@ -136,8 +136,7 @@ export class PolicyAgent {
     this.lr = spec.lr;
     // Its own seed stream: the sampling RNG's draws stay those of an agent without a head.
     this.valueHead = spec.critic ? new ValueHead(this.lm.model.config.hiddenSize, new Rng((spec.seed ^ 0x9e3779b9) >>> 0)) : null;
-    if (this.valueHead && spec.learner) throw new Error(`agent ${spec.index}: the PyTorch learner has no value heads yet; use learner.backend local`);
-    this.learner = spec.learner ? new TorchLearner(spec, this.lm, spec.learner) : new LocalLearner(spec, this.lm, this.valueHead);
+    this.learner = spec.learner ? new TorchLearner(spec, this.lm, spec.learner, { head: this.valueHead }) : new LocalLearner(spec, this.lm, this.valueHead);
     this.sampler = createSampler(spec.rollout, this.lm, this.rng);
   }
 
@@ -277,7 +276,11 @@ export class PolicyAgent {
       stats.lr = st.lr;
     }
     this.learner.releaseMemory?.();
-    if (this.learner instanceof TorchLearner && minibatches.length > 0) this.loadWeights(await this.learner.pullWeights(), this.spec.lora !== null);
+    if (this.learner instanceof TorchLearner && minibatches.length > 0) {
+      const dir = await this.learner.pullWeights();
+      this.loadWeights(dir, this.spec.lora !== null);
+      this.valueHead?.load(dir);
+    }
     const n = Math.max(stats.steps, 1);
     return {
       ...stats,

@@ -7,9 +7,15 @@
  * minibatches its actors stepped on, after them. Actor and critic losses share no parameter, so
  * the order of the two steps does not change either.
  *
+ * The gradient side follows `learner.backend`: local, its own AdamW here; torch, the PyTorch
+ * learner holds the critic (`create_agent` with `critic: true` and a value head: its weights, head
+ * and AdamW), steps it with `value_forward_backward` + `optim_step`, and the weights are pulled
+ * back here after each drain, where V_old is read (as the actors' weights are for sampling).
+ *
  * Saved beside its agent's weights: `<agent_i>/critic/` (IAC) or `<checkpoint>/critic/` (MAAC),
- * each holding `model/` or `adapter/` with value_head.safetensors, optimizer.safetensors and
- * critic_state.json, so a resume continues the same run.
+ * each holding `model/` or `adapter/` with value_head.safetensors, critic_state.json and the
+ * optimizer state (optimizer.safetensors, or the PyTorch learner's torch_learner.pt), so a resume
+ * continues the same run.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,20 +35,22 @@ import type { CriticModelSettings, ScoredNode } from './algorithms/algorithm.js'
 import { jointCriticText } from './algorithms/maac.js';
 import { postOrder, type TreeNode } from './rollout.js';
 import { promptText } from './task.js';
+import { type ValueExample as CriticExample, TorchLearner } from './torch-learner.js';
 
-/** What one critic step regresses: the ids it reads, its target and its value at sampling time. */
-interface CriticExample {
-  input: number[];
-  target: number;
-  oldValue: number;
-}
-
-/** One critic model: weights, value head, AdamW at its own learning rate, the actors' LR schedule and clipping. */
+/**
+ * One critic model: weights, value head, AdamW at its own learning rate, the actors' LR schedule
+ * and clipping; in this thread (local) or in the PyTorch learner (torch, `remote`).
+ */
 export class CriticModel {
   readonly lm: LanguageModel;
   readonly head: ValueHead;
-  private opt: AdamW;
+  /** Local: its AdamW (null when the PyTorch learner holds the optimizer). */
+  private opt: AdamW | null;
   private steps = 0;
+  /** learner.backend torch: the critic's gradient side, in the PyTorch learner. */
+  readonly remote: TorchLearner | null;
+  /** The remote critic stepped since its weights were last pulled here. */
+  private stale = false;
 
   constructor(
     private readonly spec: AgentSpec,
@@ -52,7 +60,9 @@ export class CriticModel {
     const rng = new Rng((spec.seed ^ 0x85ebca6b) >>> 0);
     if (spec.lora) applyLora(this.lm.model, { r: spec.lora.r, alpha: spec.lora.alpha, targetModules: spec.lora.target_modules }, rng);
     this.head = new ValueHead(this.lm.model.config.hiddenSize, rng);
-    this.opt = this.newOptimizer();
+    this.opt = spec.learner ? null : this.newOptimizer();
+    const critic = { type: settings.type, valueClipRange: settings.valueClipRange, valueLossCoef: settings.valueLossCoef };
+    this.remote = spec.learner ? new TorchLearner({ ...spec, lr: this.lr, critic }, this.lm, spec.learner, { head: this.head, critic: true }) : null;
   }
 
   private get lr(): number {
@@ -64,8 +74,9 @@ export class CriticModel {
     return new AdamW([...this.lm.model.trainableParams(), ...this.head.params()], { lr: this.lr, betas: s.betas, eps: s.eps, weightDecay: s.weightDecay });
   }
 
-  /** The AdamW instance (its moments and step count), for tests. */
+  /** The AdamW instance (its moments and step count), for tests; a remote critic's is the PyTorch learner's. */
   get optimizer(): AdamW {
+    if (!this.opt) throw new Error(`critic of agent ${this.spec.index}: its optimizer is in the PyTorch learner (torch_learner.pt)`);
     return this.opt;
   }
 
@@ -78,7 +89,14 @@ export class CriticModel {
    * One AdamW step on coef · mean_b error_b, error = (t − V)², or with value_clip_range ε
    * max((t − V)², (t − V_old − clip(V − V_old, ±ε))²). Returns the mean error and the gradient norm.
    */
-  step(batch: readonly CriticExample[]): { valueLoss: number; gradNorm: number } {
+  async step(batch: readonly CriticExample[]): Promise<{ valueLoss: number; gradNorm: number }> {
+    if (this.remote) {
+      const { valueLoss } = await this.remote.valueForwardBackward(batch);
+      const { gradNorm } = await this.remote.optimStep();
+      this.steps++;
+      this.stale = true;
+      return { valueLoss, gradNorm };
+    }
     const { valueClipRange: eps, valueLossCoef } = this.settings;
     let valueLoss = 0;
     phase('update/critic', () => {
@@ -98,22 +116,48 @@ export class CriticModel {
       }
     });
     const s = this.spec;
-    this.opt.lr = this.lr * lrMultiplier(this.steps, { kind: s.lrScheduler, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps });
-    const norm = s.maxGradNorm === null ? gradNorm(this.opt.params) : clipGradNorm(this.opt.params, s.maxGradNorm);
+    const opt = this.optimizer;
+    opt.lr = this.lr * lrMultiplier(this.steps, { kind: s.lrScheduler, warmupSteps: s.warmupSteps, totalSteps: s.totalSteps });
+    const norm = s.maxGradNorm === null ? gradNorm(opt.params) : clipGradNorm(opt.params, s.maxGradNorm);
     if (!Number.isFinite(norm)) throw new Error(`critic of agent ${s.index}: gradient norm is ${norm}; refusing to update`);
-    this.opt.step();
-    this.opt.zeroGrad();
+    opt.step();
+    opt.zeroGrad();
     this.steps++;
     return { valueLoss, gradNorm: norm };
   }
 
-  save(dir: string): void {
+  /** A remote critic's weights (and head), pulled here after it stepped: V_old is read from them. */
+  async sync(): Promise<void> {
+    if (!this.remote || !this.stale) return;
+    this.loadWeights(await this.remote.pullWeights());
+    this.stale = false;
+  }
+
+  /** Weights and head from a folder: a LoRA adapter folder or a HF model folder, with value_head.safetensors. */
+  private loadWeights(dir: string): void {
+    noGrad(() => {
+      if (this.spec.lora) loadLora(this.lm.model, dir);
+      else {
+        const saved = LanguageModel.load(dir);
+        for (const [name, p] of this.lm.model.params) p.data.set(saved.model.param(name).data);
+      }
+    });
+    this.head.load(dir);
+  }
+
+  async save(dir: string): Promise<void> {
+    await this.sync();
     mkdirSync(dir, { recursive: true });
     const weights = join(dir, this.spec.lora ? 'adapter' : 'model');
     if (this.spec.lora) saveLora(this.lm.model, weights, this.spec.modelDir);
     else this.lm.save(weights);
     this.head.save(weights);
-    const st = this.opt.state();
+    if (this.remote) {
+      await this.remote.saveState(dir);
+      writeFileAtomic(join(dir, CRITIC_STATE), [`${JSON.stringify({ steps: this.steps })}\n`]);
+      return;
+    }
+    const st = this.optimizer.state();
     const tensors = new Map<string, { dtype: 'F32'; shape: number[]; data: Float32Array }>();
     for (const [name, b] of Object.entries(st.buffers))
       for (const [k, v] of Object.entries(b)) tensors.set(`${name}.${k}`, { dtype: 'F32', shape: [v.length], data: Float32Array.from(v) });
@@ -121,18 +165,18 @@ export class CriticModel {
     writeFileAtomic(join(dir, CRITIC_STATE), [`${JSON.stringify({ optimizer_step: st.step, steps: this.steps })}\n`]);
   }
 
-  load(dir: string): void {
+  async load(dir: string): Promise<void> {
     if (!existsSync(join(dir, CRITIC_STATE))) throw new Error(`${dir}: no ${CRITIC_STATE} (the critic of an actor-critic run)`);
     const weights = join(dir, this.spec.lora ? 'adapter' : 'model');
-    noGrad(() => {
-      if (this.spec.lora) loadLora(this.lm.model, weights);
-      else {
-        const saved = LanguageModel.load(weights);
-        for (const [name, p] of this.lm.model.params) p.data.set(saved.model.param(name).data);
-      }
-    });
-    this.head.load(weights);
+    this.loadWeights(weights);
     const state = JSON.parse(readFileSync(join(dir, CRITIC_STATE), 'utf8')) as { optimizer_step: number; steps: number };
+    if (this.remote) {
+      // torch_learner.pt holds the weights too: the learner continues from the saved critic
+      await this.remote.loadState(dir);
+      this.steps = state.steps;
+      this.stale = false;
+      return;
+    }
     const buffers: Record<string, Record<string, Float32Array>> = {};
     for (const [key, t] of readSafetensors(join(dir, 'optimizer.safetensors'))) {
       const cut = key.lastIndexOf('.');
@@ -141,7 +185,7 @@ export class CriticModel {
     }
     // LoRA adapters are new tensors after loading: rebuild the optimizer over them.
     if (this.spec.lora) this.opt = this.newOptimizer();
-    this.opt.loadState({ kind: 'adamw', step: state.optimizer_step, buffers });
+    this.optimizer.loadState({ kind: 'adamw', step: state.optimizer_step, buffers });
     this.steps = state.steps;
   }
 }
@@ -199,7 +243,7 @@ export class Critics {
    * (MAAC: every agent buffers one sample per joint action, so all drain together). Returns per
    * agent (IAC) or for the shared critic (key -1) the mean value loss and gradient norm.
    */
-  train(drained: readonly { agent: number; minibatches: LossSample[][] }[]): Map<number, { valueLoss: number; gradNorm: number }> {
+  async train(drained: readonly { agent: number; minibatches: LossSample[][] }[]): Promise<Map<number, { valueLoss: number; gradNorm: number }>> {
     const out = new Map<number, { valueLoss: number; gradNorm: number }>();
     const jobs = this.settings.shared
       ? drained.slice(0, 1).map((d) => ({ ...d, model: this.models[0], key: -1 }))
@@ -209,10 +253,11 @@ export class Critics {
       let valueLoss = 0;
       let norm = 0;
       for (const mb of minibatches) {
-        const r = model.step(mb.flatMap((s) => examples(s, this.settings.type)));
+        const r = await model.step(mb.flatMap((s) => examples(s, this.settings.type)));
         valueLoss += r.valueLoss;
         norm += r.gradNorm;
       }
+      await model.sync();
       out.set(key, { valueLoss: valueLoss / minibatches.length, gradNorm: norm / minibatches.length });
     }
     return out;
@@ -231,12 +276,12 @@ export class Critics {
         save: async (dir: string) => {
           await a.save(dir);
           const p = place(a, dir);
-          p?.model.save(p.dir);
+          await p?.model.save(p.dir);
         },
         load: async (dir: string) => {
           await a.load(dir);
           const p = place(a, dir);
-          p?.model.load(p.dir);
+          await p?.model.load(p.dir);
         },
       }),
     );

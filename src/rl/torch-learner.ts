@@ -13,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { saveLora } from '../model/lora.js';
 import type { LanguageModel } from '../model/pretrained.js';
+import type { ValueHead } from '../model/value-head.js';
 import type { ForwardBackwardResult, Learner, LearnerSpec, LossSample, OptimStepResult } from './learner.js';
 
 /** The `trainer.learner` config block (rl/config.ts LearnerSchema, where each key is described). */
@@ -245,21 +246,48 @@ function field<T>(reply: Record<string, unknown>, command: string, name: string,
 const isNum = (v: unknown) => typeof v === 'number';
 const isFiniteNum = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 
-/** One agent's learner in a PyTorch learner process. Its weights are pulled into `lm` after each update. */
+/** What a critic model regresses per example (rl/critics.ts): the ids it reads, its target and its value at sampling time. */
+export interface ValueExample {
+  input: number[];
+  target: number;
+  oldValue: number;
+}
+
+/**
+ * One agent's learner in a PyTorch learner process, or with `critic` its critic model (IAC's
+ * separate critic, MAAC's shared one as agent 0's): the same model with a value head. With a
+ * `head` (spec.critic for an actor, always for a critic model) the learner holds the head too, its
+ * value term in the loss and its parameters in AdamW. The weights are pulled into `lm` (and
+ * `head`) after each update.
+ */
 export class TorchLearner implements Learner {
   readonly kind = 'torch';
   private readonly created: Promise<unknown>;
+  private readonly head: ValueHead | null;
+  private readonly critic: boolean;
 
   constructor(
     private readonly spec: LearnerSpec,
-    lm: LanguageModel,
+    private readonly lm: LanguageModel,
     private readonly t: TorchLearnerSpec,
+    o: { head?: ValueHead | null; critic?: boolean } = {},
   ) {
-    // The learner starts from this agent's weights: the base folder and, with LoRA, the initial adapter.
+    this.head = o.head ?? null;
+    this.critic = o.critic ?? false;
+    const critic = spec.critic ?? null;
+    if ((critic === null) !== (this.head === null)) throw new Error(`agent ${spec.index}: a value head needs its critic settings, and they need the head`);
+    if (this.critic && critic === null) throw new Error(`agent ${spec.index}: a critic model needs a value head`);
+    // The learner starts from this agent's weights: the base folder and, with LoRA, the initial
+    // adapter; a value head's initial weights beside it.
+    const init = join(this.agentDir, 'init');
     let initAdapter: string | null = null;
     if (spec.lora) {
-      initAdapter = join(this.agentDir, 'init');
+      initAdapter = init;
       saveLora(lm.model, initAdapter, spec.modelDir);
+    }
+    if (this.head) {
+      mkdirSync(init, { recursive: true });
+      this.head.save(init);
     }
     this.created = this.request(
       'create_agent',
@@ -268,6 +296,8 @@ export class TorchLearner implements Learner {
         init_adapter: initAdapter,
         dtype: t.dtype,
         lora: spec.lora,
+        value_head:
+          critic === null ? null : { type: critic.type, value_clip_range: critic.valueClipRange, value_loss_coef: critic.valueLossCoef, init: resolve(init) },
         optimizer: {
           lr: spec.lr,
           betas: spec.betas,
@@ -283,6 +313,7 @@ export class TorchLearner implements Learner {
           max_new_tokens: spec.maxNewTokens,
           ppo_clip_eps: spec.ppoClipEps,
           reference_kl: spec.referenceKl,
+          algorithm: spec.algorithm ?? 'magrpo',
         },
       },
       true,
@@ -291,7 +322,8 @@ export class TorchLearner implements Learner {
   }
 
   private get agentDir(): string {
-    return join(this.t.exchangeDir, `agent_${this.spec.index}`);
+    const dir = join(this.t.exchangeDir, `agent_${this.spec.index}`);
+    return this.critic ? join(dir, 'critic') : dir;
   }
 
   /** Sends one command for this agent; the first one retries while the learner is starting. */
@@ -302,7 +334,7 @@ export class TorchLearner implements Learner {
       const proc = started.get(this.t.endpoint);
       if (proc?.exit) throw this.died(proc, command);
       try {
-        return await call(this.t.endpoint, command, { agent: this.spec.index, ...body }, this.t);
+        return await call(this.t.endpoint, command, { agent: this.spec.index, ...(this.critic ? { critic: true } : {}), ...body }, this.t);
       } catch (e) {
         if (proc?.exit) throw this.died(proc, command);
         if (!(e instanceof LearnerError) || e.code !== 'UNREACHABLE' || Date.now() >= deadline) throw e;
@@ -327,6 +359,8 @@ export class TorchLearner implements Learner {
         ref_logprobs: s.refLogprobs ?? null,
         token_weights: s.tokenWeights ?? null,
         preference: s.preference ? { beta: s.preference.beta, other_delta: s.preference.otherDelta, ref_delta: s.preference.refDelta } : null,
+        // the value term's inputs, for an agent with a value head (MAAC's actors carry joint ones for the shared critic: not sent)
+        critic: this.head && s.critic ? { old_values: s.critic.oldValues, targets: s.critic.targets } : null,
       })),
     });
     const logprobs = field<number[][][]>(reply, c, 'logprobs', Array.isArray, 'a list per sample');
@@ -347,7 +381,19 @@ export class TorchLearner implements Learner {
       sequences: field(reply, c, 'sequences', Number.isInteger, 'an integer'),
       kl: field(reply, c, 'kl', (v) => v === null || isNum(v), 'a number or null'),
       clipFraction: field(reply, c, 'clip_fraction', isNum, 'a number'),
+      ...(this.head ? { valueLoss: field<number>(reply, c, 'value_loss', isFiniteNum, 'a finite number (the agent has a value head)') } : {}),
     };
+  }
+
+  /**
+   * A critic model's minibatch: value_loss_coef · mean over `examples` of the (clipped) value
+   * error at each input's last token, its gradient accumulated as forwardBackward's. Returns the
+   * mean value error.
+   */
+  async valueForwardBackward(examples: readonly ValueExample[]): Promise<{ valueLoss: number }> {
+    const c = 'value_forward_backward';
+    const reply = await this.request(c, { examples: examples.map((e) => ({ ids: e.input, target: e.target, old_value: e.oldValue })) });
+    return { valueLoss: field(reply, c, 'value_loss', isFiniteNum, 'a finite number') };
   }
 
   async optimStep(): Promise<OptimStepResult> {
@@ -363,11 +409,25 @@ export class TorchLearner implements Learner {
     await this.request('save_adapter', { dir: resolve(dir) });
   }
 
-  /** Writes the current weights to the exchange folder and returns it (for the agent to load). */
+  /** Writes the current weights (and value head) to the exchange folder and returns it (for the agent to load). */
   async pullWeights(): Promise<string> {
     const dir = join(this.agentDir, 'current');
     await this.saveAdapter(dir);
     return dir;
+  }
+
+  /**
+   * Sets the learner's trainable weights (and value head) to this side's `lm` (and head) as they
+   * are now; the optimizer state is untouched. For weights changed after the learner was created
+   * (the parity tests set fixtures' starting weights this way).
+   */
+  async pushWeights(): Promise<void> {
+    const dir = join(this.agentDir, 'push');
+    if (this.spec.lora) saveLora(this.lm.model, dir, this.spec.modelDir);
+    else this.lm.save(dir);
+    mkdirSync(dir, { recursive: true });
+    this.head?.save(dir);
+    await this.request('load_weights', { dir: resolve(dir) });
   }
 
   async saveState(dir: string): Promise<void> {

@@ -384,7 +384,9 @@ describe('IAC: independent actor-critic with a value head per agent', () => {
     assert.equal(resolveConfig({ algorithm: 'iac', use_separate_critic: true }).use_separate_critic, true);
     assert.match(problems({ algorithm: 'iac', critic_learning_rate: 1e-5 })[0], /^critic_learning_rate: the value head trains with its actor/);
     assert.match(problems({ algorithm: 'iac', num_generations: 2, joint_mode: 'cross' })[0], /^joint_mode: /);
-    assert.match(problems({ algorithm: 'iac', learner: { backend: 'torch' } })[0], /^learner\.backend: /);
+    // the PyTorch learner trains value heads and separate critics (actor-critic-torch.test.ts)
+    for (const use_separate_critic of [false, true])
+      assert.equal(resolveConfig({ algorithm: 'iac', use_separate_critic, learner: { backend: 'torch' } }).learner.backend, 'torch');
     assert.match(problems({ algorithm: 'iac', ppo_clip_eps: 0.2 })[0], /^ppo_clip_eps: a key of algorithm magrpo/);
     assert.deepEqual(problems({ value_loss_coef: 1 }), ["value_loss_coef: a key of algorithm iac / maac; this run's algorithm is magrpo"]);
     // a group baseline needs two completions; the critic is iac's baseline

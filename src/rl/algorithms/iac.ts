@@ -210,8 +210,6 @@ export const IAC: Algorithm<IacOptions> = {
         `multi-turn iac samples one completion per agent and turn (the TD target reads the next turn's value): set num_generations 1, got ${c.num_generations}`,
       );
     if (c.joint_mode !== 'aligned' && c.num_generations > 1) no(['joint_mode'], 'iac rewards aligned joint actions: set joint_mode aligned');
-    if (c.learner.backend !== 'local')
-      no(['learner', 'backend'], 'iac trains value heads, which the PyTorch learner does not have yet: use learner.backend local');
     return out;
   },
   samples: (node, c) => node.groups.map((_, i) => actorCriticSamples(node, i, c)),

@@ -78,8 +78,6 @@ export const MAAC: Algorithm<MaacOptions> = {
         `multi-turn maac samples one joint action per turn (the TD target reads the next turn's joint value): set num_generations 1, got ${c.num_generations}`,
       );
     if (c.joint_mode !== 'aligned' && c.num_generations > 1) no(['joint_mode'], 'maac rewards aligned joint actions: set joint_mode aligned');
-    if (c.learner.backend !== 'local')
-      no(['learner', 'backend'], 'maac trains a shared critic model, which the PyTorch learner does not have: use learner.backend local');
     return out;
   },
   samples: (node, c) => maacSamples(node, c),
