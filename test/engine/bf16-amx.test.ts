@@ -18,6 +18,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { loadNativeBackend, type NativeBf16Kernel, nativeAddonFile, nativeBf16Kernel, nativeIsa } from '../../src/engine/backends/native.js';
 import { referenceBackend as ref } from '../../src/engine/backends/reference.js';
+import { autoPrecision, setBackend } from '../../src/engine/runtime.js';
 
 const nat = loadNativeBackend();
 after(() => {
@@ -178,6 +179,16 @@ describe('bf16 product kernels', () => {
     assert.equal(nativeBf16Kernel(), 'emulated', 'precision bf16-emulated runs the emulated path');
     nat.setPrecision('fp32');
     assert.equal(nativeBf16Kernel(), kernel);
+  });
+
+  it(`precision auto is ${kernel === 'emulated' ? 'fp32 here (no bf16 hardware)' : 'bf16 here'}: bf16 where bf16 products run natively, else fp32`, () => {
+    assert.equal(autoPrecision(), kernel === 'emulated' ? 'fp32' : 'bf16');
+    setBackend('reference');
+    try {
+      assert.equal(autoPrecision(), 'fp32', 'the reference backend has no bf16 hardware');
+    } finally {
+      setBackend('native');
+    }
   });
 
   it('MAGRPO_BF16_KERNEL selects each kernel this machine runs; an unknown or unavailable one fails the load, naming the variable', () => {
