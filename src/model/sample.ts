@@ -504,6 +504,7 @@ export function sampleRows(
     for (let r = 0; r < rows; r++) chosen[r] = drawIndex(probs, r * V, V, u(r));
     return chosen;
   }
+  if (k === V && topP < 1 && V > NUCLEUS_FIRST) return sampleNucleus(rows, V, logits, temperature, topP, u);
   // Candidates sorted by descending logit; their probabilities at this temperature (max-subtracted).
   const vals = alloc(rows * k);
   const cand = new Int32Array(rows * k);
@@ -532,6 +533,49 @@ export function sampleRows(
     for (let i = 0; i < keep; i++) total += probs[i];
     for (let i = 0; i < keep; i++) probs[i] /= total;
     chosen[r] = cand[r * k + drawIndex(probs, 0, keep, u(r))];
+  }
+  return chosen;
+}
+
+/** Candidates a top-p draw over the whole vocabulary looks at first (sampleNucleus). */
+const NUCLEUS_FIRST = 256;
+
+/**
+ * Top-p sampling without top-k: the nucleus is the shortest run of the most likely tokens whose
+ * probabilities reach topP. Sorting the whole vocabulary for it (49,152 tokens a row and step for
+ * SmolLM2) took a third of a real-model training step; the nucleus is nearly always within the
+ * first few hundred tokens. So: the NUCLEUS_FIRST best (topk), the normaliser over the whole
+ * vocabulary, and the run over those candidates; a row whose nucleus is longer takes 4 times as
+ * many candidates until it is found (the whole vocabulary at worst). The same tokens and
+ * probabilities as sorting all of them: topk orders ties by index, so its first k are the full
+ * sort's first k; only the order of the normaliser's float64 sum differs.
+ */
+function sampleNucleus(rows: number, V: number, logits: FloatArray, temperature: number, topP: number, u: (row: number) => number): Int32Array {
+  const chosen = new Int32Array(rows);
+  let probs = new Float64Array(NUCLEUS_FIRST);
+  for (let r = 0; r < rows; r++) {
+    const row = logits.subarray(r * V, (r + 1) * V) as FloatArray;
+    for (let k = NUCLEUS_FIRST; ; k = Math.min(V, 4 * k)) {
+      const vals = alloc(k);
+      const cand = new Int32Array(k);
+      backend().topk(1, V, row, k, vals, cand);
+      const max = vals[0];
+      let sum = 0;
+      for (let j = 0; j < V; j++) sum += Math.exp((row[j] - max) / temperature);
+      if (probs.length < k) probs = new Float64Array(k);
+      let keep = 0;
+      let acc = 0;
+      for (let i = 0; i < k && keep === 0; i++) {
+        probs[i] = Math.exp((vals[i] - max) / temperature);
+        acc += probs[i];
+        if (acc >= topP * sum) keep = i + 1;
+      }
+      if (keep === 0 && k < V) continue; // the nucleus reaches past the candidates
+      if (keep === 0) keep = k;
+      for (let i = 0; i < keep; i++) probs[i] /= acc;
+      chosen[r] = cand[drawIndex(probs, 0, keep, u(r))];
+      break;
+    }
   }
   return chosen;
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { loadModel } from '../../src/model/load.js';
-import { type DecodeRule, Decoder, generate } from '../../src/model/sample.js';
+import { type DecodeRule, Decoder, generate, sampleRows } from '../../src/model/sample.js';
 import { TextTokenizer } from '../../src/model/tokenizer.js';
 import { describeEachBackend } from '../helpers/backends.js';
 
@@ -121,4 +121,58 @@ describeEachBackend('prompt truncation', () => {
     const full = lm.encode(long);
     assert.deepEqual(s.promptIds.slice(-5), full.slice(-5));
   });
+});
+
+describeEachBackend('top-p over the whole vocabulary', () => {
+  /** The definition: every token sorted (descending logit, ties by index), the shortest run reaching topP, an inverse-CDF draw. */
+  function fullSort(V: number, row: Float32Array, T: number, topP: number, u: number): number {
+    const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => row[b] - row[a] || a - b);
+    const p = order.map((i) => Math.exp((row[i] - row[order[0]]) / T));
+    const sum = p.reduce((x, y) => x + y, 0);
+    let keep = V;
+    for (let i = 0, acc = 0; i < V; i++) {
+      acc += p[i];
+      if (acc >= topP * sum) {
+        keep = i + 1;
+        break;
+      }
+    }
+    const total = p.slice(0, keep).reduce((x, y) => x + y, 0);
+    for (let i = 0, acc = 0; i < keep; i++) {
+      acc += p[i] / total;
+      if (acc > u) return order[i];
+    }
+    return order[keep - 1];
+  }
+
+  it('draws what sorting every token draws: peaked and flat rows (a nucleus past the first candidates), ties', () => {
+    const V = 3000;
+    const rng = new Rng(7);
+    const rows: Float32Array[] = [
+      Float32Array.from({ length: V }, () => rng.normal() * 4), // peaked: a nucleus of a few dozen
+      Float32Array.from({ length: V }, () => rng.normal() * 0.05), // nearly flat: most of the vocabulary
+      Float32Array.from({ length: V }, (_, i) => Math.floor(i / 7) % 5), // ties everywhere
+    ];
+    let checked = 0;
+    for (const [T, topP] of [
+      [0.7, 0.9],
+      [1, 0.5],
+      [1.3, 0.99],
+    ]) {
+      for (let draw = 0; draw < 40; draw++) {
+        const logits = new Float32Array(rows.length * V);
+        rows.forEach((r, i) => logits.set(r, i * V));
+        const seed = 100 * draw + 1;
+        const got = generateRow(logits, rows.length, V, T, topP, seed);
+        const u = new Rng(seed);
+        rows.forEach((r, i) => assert.equal(got[i], fullSort(V, r, T, topP, u.next()), `row ${i}, T ${T}, top-p ${topP}, draw ${draw}`));
+        checked += rows.length;
+      }
+    }
+    assert.equal(checked, 360);
+  });
+
+  function generateRow(logits: Float32Array, rows: number, V: number, T: number, topP: number, seed: number): Int32Array {
+    return sampleRows(rows, V, logits, T, null, topP, new Rng(seed));
+  }
 });
