@@ -6,9 +6,28 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { LearnerConfig } from '../../src/rl/torch-learner.js';
 
 export const LEARNER_PYTHON =
   process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
+
+/** The learner the parity tests start: 2 processes on the CPU in float64, `parallel` DDP or FSDP, generous timeouts. */
+export function float64LearnerConfig(parallel: 'ddp' | 'fsdp', python = LEARNER_PYTHON): LearnerConfig {
+  return {
+    backend: 'torch',
+    url: null,
+    python,
+    command: null,
+    nproc: 2,
+    device: 'cpu',
+    parallel,
+    dtype: 'float64',
+    exchange_dir: null,
+    timeout_s: 900,
+    startup_timeout_s: 900,
+    max_message_mb: 64,
+  };
+}
 
 /** Why the learner cannot run here (null: it can), as a SKIPPED reason. */
 export function learnerProblem(): string | null {

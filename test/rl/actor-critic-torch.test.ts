@@ -47,7 +47,7 @@ import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import { CriticModel } from '../../src/rl/critics.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
 import { MemorySink } from '../../src/rl/metrics.js';
-import { type LearnerConfig, LearnerProcess, TorchLearner, type TorchLearnerSpec } from '../../src/rl/torch-learner.js';
+import { LearnerProcess, TorchLearner, type TorchLearnerSpec } from '../../src/rl/torch-learner.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { agentSpec } from '../helpers/agent-spec.js';
 import {
@@ -61,7 +61,7 @@ import {
   setInit,
 } from '../helpers/pytorch-fixture.js';
 import { skipTest } from '../helpers/skip.js';
-import { LEARNER_PYTHON, learnerProblem, readTorchLearnerState } from '../helpers/torch-learner.js';
+import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem, readTorchLearnerState } from '../helpers/torch-learner.js';
 
 /** Logged losses, value losses, gradient norms, entropies (measured: ≤ 2.1e-7 of their scale). */
 const TOL = 1e-6;
@@ -227,20 +227,7 @@ const HOW = { ddp: 'DDP', fsdp: 'FSDP2 \\(2 decoder layers, then the root, shard
 for (const parallel of ['ddp', 'fsdp'] as const) {
   describe(`IAC and MAAC on the PyTorch learner (${parallel}, 2 processes, float64) vs PyTorch float64 fixtures`, () => {
     let proc: LearnerProcess | null = null;
-    const cfg: LearnerConfig = {
-      backend: 'torch',
-      url: null,
-      python: LEARNER_PYTHON,
-      command: null,
-      nproc: 2,
-      device: 'cpu',
-      parallel,
-      dtype: 'float64',
-      exchange_dir: null,
-      timeout_s: 900,
-      startup_timeout_s: 900,
-      max_message_mb: 64,
-    };
+    const cfg = float64LearnerConfig(parallel, LEARNER_PYTHON);
     before(() => {
       setBackend('reference');
       setDType('float64');

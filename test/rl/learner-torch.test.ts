@@ -36,6 +36,7 @@ import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
 import { type LearnerConfig, LearnerError, LearnerProcess, specFor, TorchLearner } from '../../src/rl/torch-learner.js';
 import { skipTest } from '../helpers/skip.js';
+import { float64LearnerConfig } from '../helpers/torch-learner.js';
 
 const MODEL = join('models', 'micro');
 const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
@@ -145,20 +146,7 @@ function compareAdapters(dirA: string, dirB: string, tol: number, file = 'adapte
 for (const parallel of ['ddp', 'fsdp'] as const) {
   describe(`PyTorch learner (${parallel}): one step against the embedded engine (2 processes, gloo, float64)`, () => {
     let proc: LearnerProcess | null = null;
-    const cfg: LearnerConfig = {
-      backend: 'torch',
-      url: null,
-      python: PY,
-      command: null,
-      nproc: 2,
-      device: 'cpu',
-      parallel,
-      dtype: 'float64',
-      exchange_dir: null,
-      timeout_s: 900,
-      startup_timeout_s: 900,
-      max_message_mb: 64,
-    };
+    const cfg = float64LearnerConfig(parallel, PY);
     before(() => {
       setBackend('reference');
       setDType('float64');
