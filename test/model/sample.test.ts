@@ -161,11 +161,11 @@ describeEachBackend('top-p over the whole vocabulary', () => {
     ]) {
       for (let draw = 0; draw < 40; draw++) {
         const logits = new Float32Array(rows.length * V);
-        rows.forEach((r, i) => logits.set(r, i * V));
+        for (const [i, r] of rows.entries()) logits.set(r, i * V);
         const seed = 100 * draw + 1;
         const got = generateRow(logits, rows.length, V, T, topP, seed);
         const u = new Rng(seed);
-        rows.forEach((r, i) => assert.equal(got[i], fullSort(V, r, T, topP, u.next()), `row ${i}, T ${T}, top-p ${topP}, draw ${draw}`));
+        for (const [i, r] of rows.entries()) assert.equal(got[i], fullSort(V, r, T, topP, u.next()), `row ${i}, T ${T}, top-p ${topP}, draw ${draw}`);
         checked += rows.length;
       }
     }
