@@ -82,6 +82,11 @@ export function autoPrecision(): 'fp32' | 'bf16' {
   return backend().name === 'native' && precision !== 'bf16-emulated' && nativeBf16Kernel() !== 'emulated' ? 'bf16' : 'fp32';
 }
 
+/** A config's precision as setPrecision takes it: `auto` resolved here (autoPrecision). */
+export function resolvePrecision(p: 'fp32' | 'bf16' | 'auto'): 'fp32' | 'bf16' {
+  return p === 'auto' ? autoPrecision() : p;
+}
+
 export function getPrecision(): Precision {
   return precision;
 }

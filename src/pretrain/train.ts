@@ -18,7 +18,7 @@ import { BufferPool } from '../engine/buffer-pool.js';
 import { crossEntropy } from '../engine/nn.js';
 import { AdamW, clipGradNorm, gradNorm, lrMultiplier } from '../engine/optim.js';
 import { Rng } from '../engine/rng.js';
-import { autoPrecision, setPrecision } from '../engine/runtime.js';
+import { resolvePrecision, setPrecision } from '../engine/runtime.js';
 import { backward } from '../engine/tensor.js';
 import type { LlamaConfig } from '../model/config.js';
 import { parseModelConfig } from '../model/hf-config.js';
@@ -164,7 +164,7 @@ function initializeFrom(model: CausalLM, dir: string): void {
 /** Runs (or resumes) pretraining to `train.max_steps`, checkpointing along the way. */
 export async function pretrain(c: PretrainConfig, opts: PretrainOptions = {}): Promise<PretrainResult> {
   const tokenizer = TextTokenizer.fromDir(c.data.tokenizer);
-  setPrecision(c.precision === 'auto' ? autoPrecision() : c.precision);
+  setPrecision(resolvePrecision(c.precision));
   mkdirSync(c.run_dir, { recursive: true });
   const data = prepareData(c, tokenizer);
   const T = c.model.context_length;

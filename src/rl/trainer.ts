@@ -16,7 +16,7 @@
  */
 import { join, relative } from 'node:path';
 import { Rng, type RngState } from '../engine/rng.js';
-import { autoPrecision, setPrecision } from '../engine/runtime.js';
+import { resolvePrecision, setPrecision } from '../engine/runtime.js';
 import { agentReturns, jointActionsPerNode, mean } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
@@ -128,7 +128,7 @@ export class MAGRPOTrainer<Item> {
     const c = this.config;
     this.algorithm = algorithmNamed(c.algorithm);
     this.task = this.algorithm.team?.(opts.task, c).task ?? opts.task;
-    setPrecision(c.precision === 'auto' ? autoPrecision() : c.precision); // process-wide: sampling, log-probs and updates all see the same products
+    setPrecision(resolvePrecision(c.precision)); // process-wide: sampling, log-probs and updates all see the same products
     if (c.num_turns > 1 && !opts.task.transition)
       throw new TaskError('transition', `num_turns = ${c.num_turns}: multi-turn MAGRPO needs an external transition`);
     if (opts.task.dataset.length === 0) throw new TaskError('dataset', 'the training dataset is empty');

@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { resolvePrecision, setPrecision } from '../engine/runtime.js';
 import type { Baseline, Environment, EpisodeResult, InferenceSampling } from '../envs/environment.js';
 import { fluencyColumns } from '../envs/fluency-columns.js';
 import { runTeam } from '../envs/run.js';
@@ -194,6 +195,7 @@ export function trainedTeam<Item>(run: { trainer: MagrpoConfig }, models: Langua
 /** Evaluates a run's trained team (a run directory) or a config's untrained models, with baselines. */
 export async function evaluateTarget(target: string, flags: EvalFlags = {}): Promise<EvalReport> {
   const run = await prepareRun(target, flags.set ?? []);
+  setPrecision(resolvePrecision(run.trainer.precision)); // the products training samples with, before and after it
   const trained = isRunDir(target);
   const baselines = selectBaselines(run.env, parseBaselines(flags.baselines) ?? run.config.eval.baselines, flags.baselines ? '--baselines' : 'eval.baselines');
   if (run.split.eval.length === 0) throw new Error(`${run.file}: the environment's eval split is empty`);

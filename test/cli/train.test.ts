@@ -15,6 +15,7 @@ import { registerEval } from '../../src/cli/eval.js';
 import { registerInit } from '../../src/cli/init.js';
 import { registerSchema } from '../../src/cli/schema.js';
 import { registerTrain, train } from '../../src/cli/train.js';
+import { autoPrecision, getPrecision, setPrecision } from '../../src/engine/runtime.js';
 import { evaluateTarget } from '../../src/run/evaluate.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 
@@ -208,6 +209,15 @@ describe('magrpo train / eval / dashboard, end to end', () => {
     );
     const tokens = report.rows[0].metrics.tokens;
     assert.ok(tokens > 0 && tokens <= 4, `two agents × at most max_new_tokens 2, got ${tokens}`);
+    // The evaluation samples with the products training would use (the demo evaluates before training starts).
+    try {
+      await evaluateTarget(config, { baselines: 'none', quiet: true, set: ['trainer.precision=bf16'] });
+      assert.equal(getPrecision(), 'bf16');
+      await evaluateTarget(config, { baselines: 'none', quiet: true, set: ['trainer.precision=auto'] });
+      assert.equal(getPrecision(), autoPrecision());
+    } finally {
+      setPrecision('fp32');
+    }
   });
 
   it('dashboard --print: the latest metrics and the final evaluation', () => {
