@@ -18,7 +18,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -36,22 +36,11 @@ import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
 import { type LearnerConfig, LearnerError, LearnerProcess, specFor, TorchLearner } from '../../src/rl/torch-learner.js';
 import { skipTest } from '../helpers/skip.js';
-import { float64LearnerConfig } from '../helpers/torch-learner.js';
+import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem } from '../helpers/torch-learner.js';
 
 const MODEL = join('models', 'micro');
-const PY = process.env.MAGRPO_LEARNER_PYTHON ?? (existsSync('.cache/venv-learner/bin/python') ? '.cache/venv-learner/bin/python' : 'python3');
-
-/** Why the learner cannot run here (null: it can). */
-function pythonProblem(): string | null {
-  const r = spawnSync(PY, ['-c', 'import torch, transformers, peft, safetensors'], { encoding: 'utf8', timeout: 600_000 });
-  if (r.error) return `SKIPPED: ${PY} cannot be run (${r.error.message}); install the learner with bash scripts/setup.sh --with-learner`;
-  if (r.status !== 0) {
-    const why = r.stderr.trim().split('\n').pop();
-    return `SKIPPED: ${PY} cannot import torch, transformers and peft (${why}); install them with bash scripts/setup.sh --with-learner`;
-  }
-  return null;
-}
-const skip = pythonProblem();
+const PY = LEARNER_PYTHON;
+const skip = learnerProblem();
 if (skip) process.stderr.write(`[learner-torch] ${skip}\n`);
 
 /** |a − b| ≤ tol · max(|b|, scale). */
