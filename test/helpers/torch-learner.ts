@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { Rng } from '../../src/engine/rng.js';
 import type { LearnerConfig } from '../../src/rl/torch-learner.js';
 
 export const LEARNER_PYTHON =
@@ -27,6 +28,21 @@ export function float64LearnerConfig(parallel: 'ddp' | 'fsdp', python = LEARNER_
     startup_timeout_s: 900,
     max_message_mb: 64,
   };
+}
+
+/** The three toy groups of the learner parity minibatches: prompts of 4, 6 and 3 tokens (the first 0), three completions each (one empty), ids from a fixed stream. */
+export function toyGroups(): { promptIds: number[]; completions: number[][] }[] {
+  const rng = new Rng(3);
+  const tok = () => 3 + Math.floor(rng.next() * 4000);
+  const shapes = [
+    { prompt: 4, lens: [3, 5, 1] },
+    { prompt: 6, lens: [2, 0, 4] },
+    { prompt: 3, lens: [6, 2, 3] },
+  ];
+  return shapes.map(({ prompt, lens }) => {
+    const promptIds = [0, ...Array.from({ length: prompt - 1 }, tok)];
+    return { promptIds, completions: lens.map((n) => Array.from({ length: n }, tok)) };
+  });
 }
 
 /** Why the learner cannot run here (null: it can), as a SKIPPED reason. */

@@ -61,7 +61,7 @@ import {
   setInit,
 } from '../helpers/pytorch-fixture.js';
 import { skipTest } from '../helpers/skip.js';
-import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem, readTorchLearnerState } from '../helpers/torch-learner.js';
+import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem, readTorchLearnerState, toyGroups } from '../helpers/torch-learner.js';
 
 /** Logged losses, value losses, gradient norms, entropies (measured: ≤ 2.1e-7 of their scale). */
 const TOL = 1e-6;
@@ -173,22 +173,13 @@ function withHead(): { lm: LanguageModel; head: ValueHead } {
  * completions (the clipped error larger) and not on others.
  */
 function criticMinibatch(lm: LanguageModel, head: ValueHead, type: 'v' | 'q'): LossSample[] {
-  const rng = new Rng(3);
-  const tok = () => 3 + Math.floor(rng.next() * 4000);
-  const shapes = [
-    { prompt: 4, lens: [3, 5, 1] },
-    { prompt: 6, lens: [2, 0, 4] },
-    { prompt: 3, lens: [6, 2, 3] },
-  ];
   const offsets = [
     [0.3, -0.5],
     [-0.3, 0.4],
     [-0.01, 0.2],
     [0.3, 0.5],
   ];
-  return shapes.map(({ prompt, lens }, i) => {
-    const promptIds = [0, ...Array.from({ length: prompt - 1 }, tok)];
-    const completions = lens.map((n) => Array.from({ length: n }, tok));
+  return toyGroups().map(({ promptIds, completions }, i) => {
     const now = noGrad(() => completions.map((c) => head.value(lm.model, type === 'v' ? promptIds : [...promptIds, ...c]).data[0]));
     const o = completions.map((_, g) => offsets[(i + g) % offsets.length]);
     return {

@@ -36,7 +36,7 @@ import { ConfigError, resolveConfig } from '../../src/rl/config.js';
 import { type LearnerSpec, LocalLearner, type LossSample } from '../../src/rl/learner.js';
 import { type LearnerConfig, LearnerError, LearnerProcess, specFor, TorchLearner } from '../../src/rl/torch-learner.js';
 import { skipTest } from '../helpers/skip.js';
-import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem } from '../helpers/torch-learner.js';
+import { float64LearnerConfig, LEARNER_PYTHON, learnerProblem, toyGroups } from '../helpers/torch-learner.js';
 
 const MODEL = join('models', 'micro');
 const PY = LEARNER_PYTHON;
@@ -81,16 +81,7 @@ function loraModel(): LanguageModel {
 
 /** Three node samples (one with an empty completion); old and reference log-probs moved off the current ones so PPO clips and the KL has a gradient. */
 function minibatch(lm: LanguageModel): LossSample[] {
-  const rng = new Rng(3);
-  const tok = () => 3 + Math.floor(rng.next() * 4000);
-  const shapes = [
-    { prompt: 4, lens: [3, 5, 1] },
-    { prompt: 6, lens: [2, 0, 4] },
-    { prompt: 3, lens: [6, 2, 3] },
-  ];
-  return shapes.map(({ prompt, lens }, i) => {
-    const promptIds = [0, ...Array.from({ length: prompt - 1 }, tok)];
-    const completions = lens.map((n) => Array.from({ length: n }, tok));
+  return toyGroups().map(({ promptIds, completions }, i) => {
     const scored = completions.filter((c) => c.length > 0);
     const r = noGrad(() =>
       completionLogprobs(
