@@ -129,6 +129,19 @@ void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, c
 
 INLINE int64_t attn_group(const AttnSpec *a) { return a->H / a->Hkv; }
 
+/* Precision bf16 covers attention over at least BF16_MIN_ROWS query rows (prompt passes, training):
+ * every product of the call then takes bf16 inputs (q, k, v, P, dO, dS rounded) and sums in fp32,
+ * whatever the row count of its block, so that the rule is the call's and the reference backend
+ * can follow it without knowing the blocks. Decoding (T = 1) stays fp32. Inside a pool job both
+ * products run on the calling thread. */
+INLINE bool attn_bf16(const AttnSpec *a) { return a->T >= BF16_MIN_ROWS && precision_bf16(); }
+
+INLINE void attn_gemm(bool bf16, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float beta, float *C, int64_t ldc) {
+  if (bf16) gemm_bf16(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else blas_sgemm(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 /* Causal attention goes by blocks of ATTN_ROW_BLOCK query rows, each against only the keys its last
  * row sees: at T = S = 128 that is 62% of the full score and P · V products (and of the backward's),
  * the upper triangle of which the mask zeroes anyway. */
@@ -147,6 +160,7 @@ INLINE void attention_heads(int64_t lo, int64_t hi, const AttnArgs *args) {
   const AttnSpec *a = args->a;
   float *P = args->P, *out = args->out;
   int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D;
+  bool bf16 = attn_bf16(a);
   for (int64_t task = lo; task < hi; task++) {
     int64_t b = task / a->H, h = task % a->H, g = h / attn_group(a);
     const float *qh = a->q + b * T * ldq + h * D;
@@ -158,10 +172,10 @@ INLINE void attention_heads(int64_t lo, int64_t hi, const AttnArgs *args) {
       int64_t rows = T - r0 < RB ? T - r0 : RB, lim = attn_visible(a, r0 + rows);
       float *Pb = Ph + r0 * S, *ob = oh + r0 * ldq;
       /* softmax_block reads only the visible columns of each row and zeroes the rest */
-      if (lim > 0) blas_sgemm(false, true, rows, lim, D, 1.0f, qh + r0 * ldq, ldq, kh, ldk, 0.0f, Pb, S);
+      if (lim > 0) attn_gemm(bf16, false, true, rows, lim, D, 1.0f, qh + r0 * ldq, ldq, kh, ldk, 0.0f, Pb, S);
       softmax_block(r0, r0 + rows, &sp, Ph, Ph);
       if (lim > 0)
-        blas_sgemm(false, false, rows, D, lim, 1.0f, Pb, S, vh, ldk, 0.0f, ob, ldq);
+        attn_gemm(bf16, false, false, rows, D, lim, 1.0f, Pb, S, vh, ldk, 0.0f, ob, ldq);
       else
         for (int64_t t = 0; t < rows; t++) memset(ob + t * ldq, 0, (size_t)D * sizeof(float));
     }
@@ -302,6 +316,7 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
   int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D, G = attn_group(a);
   float *dS = args->scratch + thread_index() * T * S; /* the head's dS, row r at dS + r · S */
   int64_t RB = a->causal ? ATTN_ROW_BLOCK : T;
+  bool bf16 = attn_bf16(a);
   for (int64_t task = lo; task < hi; task++) {
     int64_t b = task / a->Hkv, g = task % a->Hkv;
     const float *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;
@@ -314,7 +329,7 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
           int64_t rows = T - r0 < RB ? T - r0 : RB, lim = attn_visible(a, r0 + rows);
           if (lim == 0) continue;
           float *dSb = dS + r0 * S;
-          blas_sgemm(false, true, rows, lim, D, 1.0f, gOh + r0 * ldq, ldq, vg, ldk, 0.0f, dSb, S);
+          attn_gemm(bf16, false, true, rows, lim, D, 1.0f, gOh + r0 * ldq, ldq, vg, ldk, 0.0f, dSb, S);
           for (int64_t t = 0; t < rows; t++) {
             float *row = dSb + t * S;
             const float *pr = Ph + (r0 + t) * S;
@@ -324,7 +339,7 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
             float dt = (float)dot;
             for (int64_t s = 0; s < lim; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
           }
-          if (gr->gq) blas_sgemm(false, false, rows, D, lim, 1.0f, dSb, S, kg, ldk, 1.0f, gr->gq + off + r0 * ldq, ldq);
+          if (gr->gq) attn_gemm(bf16, false, false, rows, D, lim, 1.0f, dSb, S, kg, ldk, 1.0f, gr->gq + off + r0 * ldq, ldq);
         }
       if (!gvg && !gkg) continue;
       /* The keys row block [r0, r0 + rows) sees first, [k0, lim), are seen by rows r0..T - 1 only
@@ -333,8 +348,8 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
       for (int64_t r0 = 0; r0 < T; r0 += RB) {
         int64_t rows = T - r0 < RB ? T - r0 : RB, lim = attn_visible(a, r0 + rows), k0 = r0 == 0 ? 0 : attn_visible(a, r0);
         if (lim <= k0) continue;
-        if (gvg) blas_sgemm(true, false, lim - k0, D, T - r0, 1.0f, Ph + r0 * S + k0, S, gOh + r0 * ldq, ldq, 1.0f, gvg + k0 * ldk, ldk);
-        if (gkg) blas_sgemm(true, false, lim - k0, D, T - r0, 1.0f, dS + r0 * S + k0, S, qh + r0 * ldq, ldq, 1.0f, gkg + k0 * ldk, ldk);
+        if (gvg) attn_gemm(bf16, true, false, lim - k0, D, T - r0, 1.0f, Ph + r0 * S + k0, S, gOh + r0 * ldq, ldq, 1.0f, gvg + k0 * ldk, ldk);
+        if (gkg) attn_gemm(bf16, true, false, lim - k0, D, T - r0, 1.0f, dS + r0 * S + k0, S, qh + r0 * ldq, ldq, 1.0f, gkg + k0 * ldk, ldk);
       }
     }
   }

@@ -59,8 +59,8 @@ export interface Backend {
 
   /**
    * Precision of matrix products: `fp32`, or `bf16` (inputs rounded to bfloat16, fp32
-   * accumulation and output) for every product of at least BF16_MIN_ROWS rows; fewer rows
-   * (decoding) stay fp32. `bf16-emulated` rounds the same way but multiplies in fp32 (the path of
+   * accumulation and output) for every product of at least BF16_MIN_ROWS rows, and every product
+   * inside attention over at least BF16_MIN_ROWS query rows; fewer rows (decoding) stay fp32. `bf16-emulated` rounds the same way but multiplies in fp32 (the path of
    * CPUs without AVX-512 BF16, forced; for tests).
    */
   setPrecision(p: Precision): void;

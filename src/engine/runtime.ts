@@ -63,8 +63,8 @@ export function backend(): Backend {
 
 /**
  * Precision of matrix products from now on (Backend.setPrecision): `bf16` rounds the inputs of
- * products of 16 rows or more to bfloat16 and accumulates in fp32; weights, gradients, optimizer
- * state and every other kernel stay fp32. Runs on AVX-512 BF16 where the CPU has it, else
+ * products of 16 rows or more (and of attention over 16 query rows or more) to bfloat16 and
+ * accumulates in fp32; weights, gradients, optimizer state and every other kernel stay fp32. Runs on AVX-512 BF16 where the CPU has it, else
  * emulated (same numbers, fp32 speed).
  */
 export function setPrecision(p: Precision): void {

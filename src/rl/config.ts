@@ -189,7 +189,7 @@ export const MagrpoConfigSchema = z
       .enum(['fp32', 'bf16', 'auto'])
       .default('fp32')
       .describe(
-        '(magrpo) matrix products: fp32, or bf16 inputs with fp32 accumulation for products of ≥ 16 rows (AMX or AVX-512 BF16 where the CPU has it, else emulated); auto: bf16 where the CPU runs it natively, else fp32. Weights, gradients and optimizer state stay fp32',
+        '(magrpo) matrix products: fp32, or bf16 inputs with fp32 accumulation for products of ≥ 16 rows and attention over ≥ 16 query rows (AMX or AVX-512 BF16 where the CPU has it, else emulated); auto: bf16 where the CPU runs it natively, else fp32. Weights, gradients and optimizer state stay fp32',
       ),
     // --- sampling
     max_new_tokens: posInt().max(CONFIG_LIMITS.newTokens).default(256).describe('generation length cap per completion'),

@@ -178,6 +178,69 @@ describe('bf16 gemm (native) against the reference backend', () => {
   });
 });
 
+describe('attention under bf16 (native) against the reference backend', () => {
+  // [B, T, S, Smax, H, Hkv, D, pastLen, causal]
+  type Case = [number, number, number, number, number, number, number, number, boolean];
+  const cases: Case[] = [
+    [1, 40, 40, 40, 6, 2, 64, 0, true], // a prompt: blocks of 32 query rows, a last block of 8 (bf16 too: the call's rule)
+    [4, 20, 50, 50, 9, 3, 64, 30, true], // continuations after a cached prompt
+    [2, 16, 16, 16, 2, 1, 32, 0, false], // 16 rows, not causal
+    [3, 1, 30, 32, 4, 2, 64, 29, true], // decode: one query row, fp32
+  ];
+  const maxRel = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i]) / (1 + Math.abs(y[i]))), 0);
+  function inputs(c: Case) {
+    const [B, T, , Smax, H, Hkv, D] = c;
+    return {
+      q: uniform(B * T * H * D).map((x) => 2 * x),
+      k: uniform(B * Smax * Hkv * D).map((x) => 2 * x),
+      v: uniform(B * Smax * Hkv * D),
+      gOut: uniform(B * T * H * D),
+    };
+  }
+  /** Forward output and the three gradients of native in `mode` and of the reference in `refMode`. */
+  function run(c: Case, x: ReturnType<typeof inputs>, mode: Precision, refMode: Precision) {
+    const [B, T, S, Smax, H, Hkv, D, pastLen, causal] = c;
+    const { q, k, v, gOut } = x;
+    const scale = 1 / Math.sqrt(D);
+    const results = [] as Float32Array[][];
+    for (const [be, m] of [
+      [nat, mode],
+      [ref, refMode],
+    ] as const) {
+      be.setPrecision(m);
+      const P = new Float32Array(B * H * T * S);
+      const out = new Float32Array(B * T * H * D);
+      be.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, null, causal, pastLen, scale);
+      const [gq, gk, gv] = [new Float32Array(q.length), new Float32Array(k.length), new Float32Array(v.length)];
+      be.attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, gq, gk, gv);
+      be.setPrecision('fp32');
+      results.push([out, gq, gk, gv]);
+    }
+    return results;
+  }
+  for (const mode of ['bf16', 'bf16-emulated'] as Precision[]) {
+    it(`${mode}: prompt-sized calls take bf16 inputs in every product, decode stays fp32`, () => {
+      for (const c of cases) {
+        const label = `${mode} B${c[0]} T${c[1]} S${c[2]} H${c[4]}/${c[5]} D${c[6]} causal=${c[8]}`;
+        const x = inputs(c);
+        const [got, want] = run(c, x, mode, 'bf16');
+        const [, fp32] = run(c, x, mode, 'fp32');
+        for (const [i, name] of ['out', 'gq', 'gk', 'gv'].entries()) {
+          // Same rounded inputs, sums in fp32 against float64 (~1e-7, up to 2e-6 seen), where a
+          // rounding of P or dS may land one bf16 step apart (2⁻⁸ of one term, < 1e-4 here);
+          // fp32 inputs against bf16 ones move every term (2e-3 to 7e-3 seen).
+          const err = maxRel(got[i], want[i]);
+          assert.ok(err < 2e-4, `${label} ${name}: native against the reference's bf16 rounding, max ${err}`);
+          if (c[1] === 1) assert.ok(err < 1e-4, `${label} ${name}: decode stays fp32 (max ${err})`);
+        }
+        const moved = maxRel(got[0], fp32[0]);
+        if (c[1] === 1) assert.ok(moved < 1e-4, `${label}: decode equals fp32 (max ${moved})`);
+        else assert.ok(moved > 1e-3, `${label}: bf16 rounding moves the output (max ${moved})`);
+      }
+    });
+  }
+});
+
 describe('a model under bf16', () => {
   const hf = {
     model_type: 'llama',

@@ -94,6 +94,17 @@ export function roundToBf16(x: number): number {
   return f32[0];
 }
 
+const identity = (x: number) => x;
+
+/**
+ * The rounding of attention's product inputs: under precision bf16, attention over at least
+ * BF16_MIN_ROWS query rows takes bf16 inputs in every product (q, k, v, P; dO, dS in the backward),
+ * as native/attention.c does; decoding (fewer rows) stays fp32.
+ */
+function attentionRounding(T: number): (x: number) => number {
+  return precision !== 'fp32' && T >= BF16_MIN_ROWS ? roundToBf16 : identity;
+}
+
 export const referenceBackend: Backend = {
   name: 'reference',
   setNumThreads(n) {
@@ -239,6 +250,7 @@ export const referenceBackend: Backend = {
   },
 
   attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, keyMask, causal, pastLen, scale) {
+    const r = attentionRounding(T);
     const group = H / Hkv;
     const qAt = (b: number, t: number, h: number) => ((b * T + t) * H + h) * D;
     const kAt = (b: number, s: number, g: number) => ((b * Smax + s) * Hkv + g) * D;
@@ -249,7 +261,7 @@ export const referenceBackend: Backend = {
         for (let t = 0; t < T; t++) {
           for (let s = 0; s < S; s++) {
             let dot = 0;
-            for (let d = 0; d < D; d++) dot += q[qAt(b, t, h) + d] * k[kAt(b, s, g) + d];
+            for (let d = 0; d < D; d++) dot += r(q[qAt(b, t, h) + d]) * r(k[kAt(b, s, g) + d]);
             P[pOff + t * S + s] = dot;
           }
         }
@@ -257,7 +269,7 @@ export const referenceBackend: Backend = {
         for (let t = 0; t < T; t++) {
           for (let d = 0; d < D; d++) {
             let acc = 0;
-            for (let s = 0; s < S; s++) acc += P[pOff + t * S + s] * v[kAt(b, s, g) + d];
+            for (let s = 0; s < S; s++) acc += r(P[pOff + t * S + s]) * r(v[kAt(b, s, g) + d]);
             out[qAt(b, t, h) + d] = acc;
           }
         }
@@ -266,6 +278,7 @@ export const referenceBackend: Backend = {
   },
   // Every key, hidden or not: P is 0 where causal / pastLen hide one, so nothing hidden adds.
   attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, _causal, _pastLen, scale, gq, gk, gv) {
+    const r = attentionRounding(T);
     const group = H / Hkv;
     const qAt = (b: number, t: number, h: number) => ((b * T + t) * H + h) * D;
     const kAt = (b: number, s: number, g: number) => ((b * Smax + s) * Hkv + g) * D;
@@ -279,15 +292,16 @@ export const referenceBackend: Backend = {
           let dot = 0;
           for (let s = 0; s < S; s++) {
             dP[s] = 0;
-            for (let d = 0; d < D; d++) dP[s] += gOut[qAt(b, t, h) + d] * v[kAt(b, s, g) + d];
+            for (let d = 0; d < D; d++) dP[s] += r(gOut[qAt(b, t, h) + d]) * r(v[kAt(b, s, g) + d]);
             dot += dP[s] * p(s);
           }
           for (let s = 0; s < S; s++) {
-            const dS = scale * p(s) * (dP[s] - dot);
+            const dS = r(scale * p(s) * (dP[s] - dot));
+            const ps = r(p(s));
             for (let d = 0; d < D; d++) {
-              if (gq) gq[qAt(b, t, h) + d] += dS * k[kAt(b, s, g) + d];
-              if (gk) gk[kAt(b, s, g) + d] += dS * q[qAt(b, t, h) + d];
-              if (gv) gv[kAt(b, s, g) + d] += p(s) * gOut[qAt(b, t, h) + d];
+              if (gq) gq[qAt(b, t, h) + d] += dS * r(k[kAt(b, s, g) + d]);
+              if (gk) gk[kAt(b, s, g) + d] += dS * r(q[qAt(b, t, h) + d]);
+              if (gv) gv[kAt(b, s, g) + d] += ps * r(gOut[qAt(b, t, h) + d]);
             }
           }
         }
