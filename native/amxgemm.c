@@ -69,10 +69,10 @@ bool amx_enable(char *why, size_t n) {
 #define ANC 2048
 #define PASS_BYTES (8.0 * 1024 * 1024) /* packed B kept for a whole-K pass: about an L3 */
 
-/* Packing buffers, per thread: 0 B, 1 A (products), 2 A (pre-packed products); grown on demand
- * and kept (64-byte aligned). */
-static __thread uint16_t *tl_buf[3];
-static __thread size_t tl_cap[3];
+/* Packing buffers, per thread: 0 B, 1 A (products), 2 A (pre-packed products), 3-7 amx_scratch's;
+ * grown on demand and kept (64-byte aligned). */
+static __thread uint16_t *tl_buf[8];
+static __thread size_t tl_cap[8];
 
 static uint16_t *buffer(int slot, size_t n) {
   if (tl_cap[slot] < n) {
@@ -98,6 +98,10 @@ TARGET_amx static void tiles_begin(void) {
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
   for (int i = 0; i < 8; i++) cfg.colsb[i] = 64, cfg.rows[i] = 16;
+  /* GCC does not see LDTILECFG read the struct and may drop the stores above (it did, where this
+   * function was not inlined: only the palette byte was written, and the first tile instruction
+   * raised SIGILL). The barrier makes them happen. */
+  __asm__ __volatile__("" : : "r"(&cfg) : "memory");
   _tile_loadconfig(&cfg);
 }
 
@@ -186,9 +190,8 @@ TARGET_amx static void pack_b_cols(const GemmCall *g, int64_t c0, int64_t nc, in
  * block of the product writes alpha · acc + beta · C (C unread when beta is 0), later ones add. With
  * alpha 1 and a whole 32 × 32 tile, C itself is the accumulator: loaded into the tiles (or zeroed,
  * for the first block with beta 0) and stored back, no pass over a scratch tile. */
-TARGET_amx static void ukr_amx(int64_t nkb, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc, float alpha, float beta, bool first, int64_t mr,
-                               int64_t nr) {
-  const int64_t half = nkb * 512; /* elements of a half panel */
+TARGET_amx static inline __attribute__((always_inline)) void ukr_amx_halves(int64_t nkb, const uint16_t *a, int64_t ahalf, const uint16_t *b, int64_t bhalf,
+                                                                           float *c, int64_t ldc, float alpha, float beta, bool first, int64_t mr, int64_t nr) {
   const bool rows2 = mr > 16, cols2 = nr > 16;
   const bool direct = alpha == 1.0f && mr == AMR && nr == ANR && (!first || beta == 0.0f || beta == 1.0f);
   const size_t ldcb = (size_t)ldc * sizeof(float);
@@ -208,11 +211,11 @@ TARGET_amx static void ukr_amx(int64_t nkb, const uint16_t *a, const uint16_t *b
     _tile_loadd(6, b + kb * 512, 64);
     _tile_dpbf16ps(0, 4, 6);
     if (cols2) {
-      _tile_loadd(7, b + half + kb * 512, 64);
+      _tile_loadd(7, b + bhalf + kb * 512, 64);
       _tile_dpbf16ps(1, 4, 7);
     }
     if (rows2) {
-      _tile_loadd(5, a + half + kb * 512, 64);
+      _tile_loadd(5, a + ahalf + kb * 512, 64);
       _tile_dpbf16ps(2, 5, 6);
       if (cols2) _tile_dpbf16ps(3, 5, 7);
     }
@@ -243,6 +246,13 @@ TARGET_amx static void ukr_amx(int64_t nkb, const uint16_t *a, const uint16_t *b
       }
       _mm512_mask_storeu_ps(ci, m, _mm512_fmadd_ps(va, _mm512_load_ps(tile + i * ANR + 16 * j), old));
     }
+}
+
+/* The same where both operands were packed with nkb tiles of inner dimension (each half panel
+ * nkb · 512 elements long). */
+TARGET_amx static void ukr_amx(int64_t nkb, const uint16_t *a, const uint16_t *b, float *c, int64_t ldc, float alpha, float beta, bool first, int64_t mr,
+                               int64_t nr) {
+  ukr_amx_halves(nkb, a, nkb * 512, b, nkb * 512, c, ldc, alpha, beta, first, mr, nr);
 }
 
 /* One pass: the inner blocks [pc0, pc1) of the column block jc, as bf16gemm.c's driver: B's blocks
@@ -380,6 +390,30 @@ TARGET_amx void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha,
   else prepacked_panels(0, 1, &j);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Building blocks for kernels that keep their own packs (attention.c): the packs above, the
+ * micro-kernel with each operand's half-panel stride given (so that a product may use the first
+ * tiles of a pack's inner dimension, or start at a later tile), and per-thread scratch.
+ * ------------------------------------------------------------------------------------------- */
+
+int64_t amx_panel_elems(int64_t kc) { return panel_elems(kc); }
+
+/* Slots 3 and up of the per-thread packing buffers (0-2 are the products' own). */
+uint16_t *amx_scratch(int slot, size_t n) { return buffer(3 + slot, n); }
+
+TARGET_amx void amx_tiles_begin(void) { tiles_begin(); }
+TARGET_amx void amx_tiles_end(void) { tiles_end(); }
+
+TARGET_amx void amx_pack_a(bool tA, const float *A, int64_t lda, int64_t rows, int64_t kc, uint16_t *dst) {
+  GemmCall g = {tA, false, rows, 0, kc, lda, 0, 0, 1.0f, A, NULL, NULL, NULL, false};
+  pack_a(&g, 0, rows, 0, kc, dst);
+}
+
+TARGET_amx void amx_tile_product(int64_t nkb, const uint16_t *a, int64_t ahalf, const uint16_t *b, int64_t bhalf, float *c, int64_t ldc, float alpha,
+                                 float beta, bool first, int64_t mr, int64_t nr) {
+  ukr_amx_halves(nkb, a, ahalf, b, bhalf, c, ldc, alpha, beta, first, mr, nr);
+}
+
 #else
 
 int64_t amx_packed_elems(int64_t N, int64_t K) {
@@ -397,6 +431,23 @@ void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const floa
                         int T) {
   (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)pack, (void)C, (void)ldc, (void)T;
   abort(); /* never chosen: amx_enable said no */
+}
+
+int64_t amx_panel_elems(int64_t kc) { return kc; }
+uint16_t *amx_scratch(int slot, size_t n) {
+  (void)slot, (void)n;
+  abort(); /* never chosen: amx_enable said no */
+}
+void amx_tiles_begin(void) { abort(); }
+void amx_tiles_end(void) { abort(); }
+void amx_pack_a(bool tA, const float *A, int64_t lda, int64_t rows, int64_t kc, uint16_t *dst) {
+  (void)tA, (void)A, (void)lda, (void)rows, (void)kc, (void)dst;
+  abort();
+}
+void amx_tile_product(int64_t nkb, const uint16_t *a, int64_t ahalf, const uint16_t *b, int64_t bhalf, float *c, int64_t ldc, float alpha, float beta,
+                      bool first, int64_t mr, int64_t nr) {
+  (void)nkb, (void)a, (void)ahalf, (void)b, (void)bhalf, (void)c, (void)ldc, (void)alpha, (void)beta, (void)first, (void)mr, (void)nr;
+  abort();
 }
 
 bool amx_enable(char *why, size_t n) {

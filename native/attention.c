@@ -291,6 +291,151 @@ DECODE_AVX512(4)
 DECODE_AVX512(8)
 #endif
 
+#if MAGRPO_AMX
+/* Attention on AMX tiles: precision bf16 where AMX is the bf16 kernel, heads of a multiple of 32
+ * floats. The same products, rounding and blocks of 32 query rows as the gemm path above, but each
+ * operand that several products read is packed into tiles once: a head's keys and values once for
+ * all its row blocks (the gemm path packed them again per block), in the backward also its queries
+ * and output gradients. With the products on tiles the softmax and the packing are most of the
+ * time left. Values past a block's visible keys (within its last tile of 32) meet probabilities of
+ * exactly 0. */
+INLINE bool attn_amx(const AttnSpec *a) { return attn_bf16(a) && a->D % 32 == 0 && bf16_kernel() == BF16K_AMX; }
+
+#define AMX_SCRATCH_OR_ABORT(p) \
+  if ((p) == NULL) abort() /* a few MB: the process is out of memory */
+
+/* C[0:rows, 0:cols] = A · B + beta · C over the first nkb inner tiles: A's panels of 32 rows
+ * `apanel` elements apart (half stride apanel / 2), B's panels of 32 columns `bpanel` apart from
+ * `b` (half stride `bhalf`). */
+TARGET_avx512 static void amx_block(int64_t rows, int64_t cols, int64_t nkb, const uint16_t *a, int64_t apanel, const uint16_t *b, int64_t bpanel,
+                                    int64_t bhalf, float *C, int64_t ldc, float beta) {
+  for (int64_t p = 0; p < rows; p += 32)
+    for (int64_t q = 0; q < cols; q += 32)
+      amx_tile_product(nkb, a + p / 32 * apanel, apanel / 2, b + q / 32 * bpanel, bhalf, C + p * ldc + q, ldc, 1.0f, beta, true, min64(32, rows - p),
+                       min64(32, cols - q));
+}
+
+/* Forward, tasks (b, h): per block of 32 query rows, scores = Q_blk · Kᵀ over the keys the block
+ * sees, the masked softmax, out = P_blk · V. Tasks by head rather than by key/value head balance
+ * the threads when there are few of the latter (a prompt's 3); consecutive heads of one key/value
+ * head on a thread pack its keys and values once. */
+TARGET_avx512 static void attention_heads_amx(int64_t lo, int64_t hi, const AttnArgs *args) {
+  const AttnSpec *a = args->a;
+  float *P = args->P, *out = args->out;
+  const int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D;
+  const int64_t pD = amx_panel_elems(D), pS = amx_panel_elems(S), nS = (S + 31) / 32;
+  uint16_t *Kp = amx_scratch(0, (size_t)(nS * pD)), *Vp = amx_scratch(1, (size_t)(D / 32 * pS)), *Ap = amx_scratch(2, (size_t)(pD > pS ? pD : pS));
+  /* A block's scores, [ATTN_ROW_BLOCK, S], read by the softmax into P: not in place, which GCC's
+   * vectorised softmax loops take only when their input and output do not overlap */
+  float *Sc = (float *)amx_scratch(3, (size_t)(2 * ATTN_ROW_BLOCK * S));
+  AMX_SCRATCH_OR_ABORT(Sc);
+  AMX_SCRATCH_OR_ABORT(Kp);
+  AMX_SCRATCH_OR_ABORT(Vp);
+  AMX_SCRATCH_OR_ABORT(Ap);
+  amx_tiles_begin();
+  int64_t packed = -1; /* the key/value head (b · Hkv + g) in Kp and Vp */
+  for (int64_t task = lo; task < hi; task++) {
+    int64_t b = task / a->H, h = task % a->H, g = h / attn_group(a);
+    const float *qh = a->q + b * T * ldq + h * D;
+    const float *kh = a->k + b * a->Smax * ldk + g * D, *vh = a->v + b * a->Smax * ldk + g * D;
+    float *Ph = P + task * T * S, *oh = out + b * T * ldq + h * D;
+    if (b * a->Hkv + g != packed) { /* the task before read the same keys: a thread's tasks are consecutive heads */
+      amx_pack_b(true, S, D, kh, ldk, Kp);  /* op(B) = Kᵀ [D, S] */
+      amx_pack_b(false, D, S, vh, ldk, Vp); /* op(B) = V [S, D] */
+      packed = b * a->Hkv + g;
+    }
+    SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL};
+    for (int64_t r0 = 0; r0 < T; r0 += ATTN_ROW_BLOCK) {
+      int64_t rows = min64(ATTN_ROW_BLOCK, T - r0), lim = attn_visible(a, r0 + rows);
+      float *Pb = Ph + r0 * S, *ob = oh + r0 * ldq;
+      if (lim > 0) {
+        amx_pack_a(false, qh + r0 * ldq, ldq, rows, D, Ap);
+        amx_block(rows, lim, D / 32, Ap, pD, Kp, pD, pD / 2, Sc, S, 0.0f);
+      }
+      SoftmaxSpec spb = sp;
+      spb.rowPos0 = a->pastLen + r0; /* the block's rows as rows 0.. of Sc */
+      softmax_block(0, rows, &spb, Sc, Pb);
+      if (lim > 0) {
+        amx_pack_a(false, Pb, S, rows, lim, Ap);
+        amx_block(rows, D, (lim + 31) / 32, Ap, amx_panel_elems(lim), Vp, pS, pS / 2, ob, ldq, 0.0f);
+      } else
+        for (int64_t t = 0; t < rows; t++) memset(ob + t * ldq, 0, (size_t)D * sizeof(float));
+    }
+  }
+  amx_tiles_end();
+}
+
+/* Backward, tasks (b, g) as attention_backward_groups (the G query heads of a key/value head add
+ * into its gradients one after another), the same blocks: per query head, row blocks give dP =
+ * dO·Vᵀ, dS and dQ += dS·K; then key blocks give dV += Pᵀ·dO and dK += dSᵀ·Q, each over the query
+ * rows from its first reader on (an inner range that starts at a whole tile: row blocks are 32). */
+TARGET_avx512 static void attention_backward_amx(int64_t lo, int64_t hi, const AttnBackwardArgs *args) {
+  const AttnSpec *a = args->a;
+  const AttnGrads *gr = args->gr;
+  const int64_t T = a->T, S = a->S, D = a->D, ldq = a->H * D, ldk = a->Hkv * D, G = attn_group(a);
+  const int64_t pD = amx_panel_elems(D), pS = amx_panel_elems(S), pT = amx_panel_elems(T), nS = (S + 31) / 32;
+  float *dS = args->scratch + thread_index() * T * S; /* the head's dS, row r at dS + r · S */
+  uint16_t *VTp = amx_scratch(0, (size_t)(nS * pD)), *Kp = amx_scratch(1, (size_t)(D / 32 * pS)), *Bt = amx_scratch(2, (size_t)(D / 32 * pT));
+  const int64_t pMax = pT > pS ? (pT > pD ? pT : pD) : (pS > pD ? pS : pD);
+  uint16_t *Ap = amx_scratch(3, (size_t)((nS + 1) * pMax));
+  AMX_SCRATCH_OR_ABORT(VTp);
+  AMX_SCRATCH_OR_ABORT(Kp);
+  AMX_SCRATCH_OR_ABORT(Bt);
+  AMX_SCRATCH_OR_ABORT(Ap);
+  amx_tiles_begin();
+  for (int64_t task = lo; task < hi; task++) {
+    int64_t b = task / a->Hkv, g = task % a->Hkv;
+    const float *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;
+    float *gkg = gr->gk ? gr->gk + b * a->Smax * ldk + g * D : NULL, *gvg = gr->gv ? gr->gv + b * a->Smax * ldk + g * D : NULL;
+    if (gr->gq || gkg) {
+      amx_pack_b(true, S, D, vg, ldk, VTp); /* op(B) = Vᵀ [D, S] */
+      if (gr->gq) amx_pack_b(false, D, S, kg, ldk, Kp); /* op(B) = K [S, D] */
+    }
+    for (int64_t h = g * G; h < (g + 1) * G; h++) {
+      int64_t off = b * T * ldq + h * D;
+      const float *Ph = gr->P + (b * a->H + h) * T * S, *gOh = gr->gO + off, *qh = a->q + off;
+      if (gr->gq || gkg)
+        for (int64_t r0 = 0; r0 < T; r0 += ATTN_ROW_BLOCK) {
+          int64_t rows = min64(ATTN_ROW_BLOCK, T - r0), lim = attn_visible(a, r0 + rows);
+          if (lim == 0) continue;
+          float *dSb = dS + r0 * S;
+          amx_pack_a(false, gOh + r0 * ldq, ldq, rows, D, Ap);
+          amx_block(rows, lim, D / 32, Ap, pD, VTp, pD, pD / 2, dSb, S, 0.0f);
+          for (int64_t t = 0; t < rows; t++) {
+            float *row = dSb + t * S;
+            const float *pr = Ph + (r0 + t) * S;
+            double dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int64_t s = 0; s < lim; s++) dot += (double)row[s] * pr[s];
+            float dt = (float)dot;
+            for (int64_t s = 0; s < lim; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
+          }
+          if (gr->gq) {
+            amx_pack_a(false, dSb, S, rows, lim, Ap);
+            amx_block(rows, D, (lim + 31) / 32, Ap, amx_panel_elems(lim), Kp, pS, pS / 2, gr->gq + off + r0 * ldq, ldq, 1.0f);
+          }
+        }
+      /* Keys [k0, lim) are first seen by row block r0 and seen by rows r0..T - 1 only; rows from r0
+       * on wrote dS for all of them. The B packs hold all T rows; a product starts at tile r0 / 32. */
+      for (int pass = 0; pass < 2; pass++) {
+        float *gdst = pass == 0 ? gvg : gkg;
+        if (gdst == NULL) continue;
+        const float *src = pass == 0 ? Ph : dS; /* Pᵀ · dO, dSᵀ · Q */
+        amx_pack_b(false, D, T, pass == 0 ? gOh : qh, ldq, Bt);
+        for (int64_t r0 = 0; r0 < T; r0 += ATTN_ROW_BLOCK) {
+          int64_t rows = min64(ATTN_ROW_BLOCK, T - r0), lim = attn_visible(a, r0 + rows), k0 = r0 == 0 ? 0 : attn_visible(a, r0);
+          if (lim <= k0) continue;
+          int64_t inner = T - r0, pI = amx_panel_elems(inner);
+          amx_pack_a(true, src + r0 * S + k0, S, lim - k0, inner, Ap);
+          amx_block(lim - k0, D, (inner + 31) / 32, Ap, pI, Bt + r0 / 32 * 512, pT, pT / 2, gdst + k0 * ldk, ldk, 1.0f);
+        }
+      }
+    }
+  }
+  amx_tiles_end();
+}
+#endif
+
 void attention_forward(const AttnSpec *a, float *P, float *out) {
   if (a->S == 0) { /* no keys: every output row is 0 */
     memset(out, 0, (size_t)(a->B * a->T * a->H * a->D) * sizeof(float));
@@ -300,6 +445,10 @@ void attention_forward(const AttnSpec *a, float *P, float *out) {
   /* The work is both products, scores (Q·Kᵀ) and outputs (P·V): 2·B·H·T·S·D multiply-adds. */
   if (a->T == 1)
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->S * a->D, a->B * a->Hkv, kern->attention_decode_groups, &args);
+#if MAGRPO_AMX
+  else if (attn_amx(a))
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->T * a->S * a->D, a->B * a->H, attention_heads_amx, &args);
+#endif
   else
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, 2.0 * a->B * a->H * a->T * a->S * a->D, a->B * a->H, kern->attention_heads, &args);
 }
@@ -360,7 +509,12 @@ bool attention_backward(const AttnSpec *a, const AttnGrads *gr) {
   float *scratch = malloc((size_t)(threads() * a->T * a->S) * sizeof(float));
   if (scratch == NULL) return false;
   AttnBackwardArgs args = {a, gr, scratch};
-  PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, kern->attention_backward_groups, &args);
+#if MAGRPO_AMX
+  if (attn_amx(a))
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, attention_backward_amx, &args);
+  else
+#endif
+    PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)a->B * a->H * a->T * a->S * a->D, a->B * a->Hkv, kern->attention_backward_groups, &args);
   free(scratch);
   return true;
 }

@@ -643,6 +643,23 @@ void amx_pack_b(bool tB, int64_t N, int64_t K, const float *B, int64_t ldb, uint
 void amx_gemm_prepacked(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const uint16_t *pack, float *C, int64_t ldc,
                         int threads);
 
+/* Building blocks for kernels that keep their own AMX packs (attention.c); only once amx_enable said
+ * yes. A pack of op(A) (amx_pack_a: `rows` rows × kc, panels of 32 rows) or of op(B) (amx_pack_b:
+ * panels of 32 columns) holds per panel two halves of amx_panel_elems(kc) / 2 elements, each its
+ * ceil(kc / 32) tiles of 512 bf16 in inner order, zero past the matrix. amx_tile_product adds
+ * alpha · (first nkb inner tiles of a) · (of b) into C[0:mr, 0:nr] (mr, nr ≤ 32) as the products'
+ * micro-kernel does (first: alpha · acc + beta · C, else C + alpha · acc), `ahalf`/`bhalf` being
+ * each pack's half-panel stride; b may point at a later tile of its pack. Tiles must be configured
+ * on the calling thread (amx_tiles_begin ... amx_tiles_end). amx_scratch: per-thread buffers
+ * (slots 0-4), grown on demand and kept; NULL when out of memory. */
+int64_t amx_panel_elems(int64_t kc);
+uint16_t *amx_scratch(int slot, size_t n);
+void amx_tiles_begin(void);
+void amx_tiles_end(void);
+void amx_pack_a(bool tA, const float *A, int64_t lda, int64_t rows, int64_t kc, uint16_t *dst);
+void amx_tile_product(int64_t nkb, const uint16_t *a, int64_t ahalf, const uint16_t *b, int64_t bhalf, float *c, int64_t ldc, float alpha, float beta,
+                      bool first, int64_t mr, int64_t nr);
+
 /* bf16 <-> fp32 bit conversions, shared by the bf16 products and the bf16 decode packs. */
 /* Round to nearest even, keeping NaNs NaN (quiet) and infinities infinite; a subnormal becomes a
  * zero of its sign. That is what VCVTNE2PS2BF16 does (checked on 2^31 values, specials and ties

@@ -179,18 +179,23 @@ describe('bf16 gemm (native) against the reference backend', () => {
 });
 
 describe('attention under bf16 (native) against the reference backend', () => {
-  // [B, T, S, Smax, H, Hkv, D, pastLen, causal]
-  type Case = [number, number, number, number, number, number, number, number, boolean];
+  // [B, T, S, Smax, H, Hkv, D, pastLen, causal, key mask]. Heads of a multiple of 32 floats run on
+  // AMX tiles where AMX is the bf16 kernel, others on the bf16 gemm.
+  type Case = [number, number, number, number, number, number, number, number, boolean, boolean];
   const cases: Case[] = [
-    [1, 40, 40, 40, 6, 2, 64, 0, true], // a prompt: blocks of 32 query rows, a last block of 8 (bf16 too: the call's rule)
-    [4, 20, 50, 50, 9, 3, 64, 30, true], // continuations after a cached prompt
-    [2, 16, 16, 16, 2, 1, 32, 0, false], // 16 rows, not causal
-    [3, 1, 30, 32, 4, 2, 64, 29, true], // decode: one query row, fp32
+    [1, 40, 40, 40, 6, 2, 64, 0, true, false], // a prompt: blocks of 32 query rows, a last block of 8 (bf16 too: the call's rule)
+    [4, 20, 50, 50, 9, 3, 64, 30, true, false], // continuations after a cached prompt
+    [2, 16, 16, 16, 2, 1, 32, 0, false, false], // 16 rows, not causal
+    [2, 70, 75, 80, 4, 2, 128, 5, true, true], // heads of 128, a cache larger than its keys, padding keys, a last block of 6 rows
+    [1, 45, 45, 45, 4, 1, 64, 0, false, true], // not causal, padding keys
+    [1, 33, 33, 33, 3, 3, 48, 0, true, false], // heads of 48: the gemm path everywhere
+    [3, 1, 30, 32, 4, 2, 64, 29, true, false], // decode: one query row, fp32
   ];
   const maxRel = (x: Float32Array, y: Float32Array) => x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i]) / (1 + Math.abs(y[i]))), 0);
   function inputs(c: Case) {
-    const [B, T, , Smax, H, Hkv, D] = c;
+    const [B, T, , Smax, H, Hkv, D, , , masked] = c;
     return {
+      km: masked ? new Uint8Array(B * Smax).map((_, i) => (i % 7 === 3 ? 0 : 1)) : null,
       q: uniform(B * T * H * D).map((x) => 2 * x),
       k: uniform(B * Smax * Hkv * D).map((x) => 2 * x),
       v: uniform(B * Smax * Hkv * D),
@@ -200,7 +205,7 @@ describe('attention under bf16 (native) against the reference backend', () => {
   /** Forward output and the three gradients of native in `mode` and of the reference in `refMode`. */
   function run(c: Case, x: ReturnType<typeof inputs>, mode: Precision, refMode: Precision) {
     const [B, T, S, Smax, H, Hkv, D, pastLen, causal] = c;
-    const { q, k, v, gOut } = x;
+    const { q, k, v, gOut, km } = x;
     const scale = 1 / Math.sqrt(D);
     const results = [] as Float32Array[][];
     for (const [be, m] of [
@@ -210,7 +215,7 @@ describe('attention under bf16 (native) against the reference backend', () => {
       be.setPrecision(m);
       const P = new Float32Array(B * H * T * S);
       const out = new Float32Array(B * T * H * D);
-      be.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, null, causal, pastLen, scale);
+      be.attention(B, T, S, Smax, H, Hkv, D, q, k, v, P, out, km, causal, pastLen, scale);
       const [gq, gk, gv] = [new Float32Array(q.length), new Float32Array(k.length), new Float32Array(v.length)];
       be.attentionBackward(B, T, S, Smax, H, Hkv, D, q, k, v, P, gOut, causal, pastLen, scale, gq, gk, gv);
       be.setPrecision('fp32');
@@ -221,7 +226,7 @@ describe('attention under bf16 (native) against the reference backend', () => {
   for (const mode of ['bf16', 'bf16-emulated'] as Precision[]) {
     it(`${mode}: prompt-sized calls take bf16 inputs in every product, decode stays fp32`, () => {
       for (const c of cases) {
-        const label = `${mode} B${c[0]} T${c[1]} S${c[2]} H${c[4]}/${c[5]} D${c[6]} causal=${c[8]}`;
+        const label = `${mode} B${c[0]} T${c[1]} S${c[2]}/${c[3]} H${c[4]}/${c[5]} D${c[6]} past=${c[7]} causal=${c[8]} mask=${c[9]}`;
         const x = inputs(c);
         const [got, want] = run(c, x, mode, 'bf16');
         const [, fp32] = run(c, x, mode, 'fp32');
