@@ -103,6 +103,30 @@ TARGET_avx512 INLINE void dot4_avx512(const float *b, const float *a0, const flo
   }
   for (int i = 0; i < 4; i++) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(s[i], s[i + 4]));
 }
+
+/* Columns [lo, hi) of C = alpha · A · Bᵀ + beta · C for few rows and a short inner dimension
+ * (K ≤ 16): LoRA's second product while decoding, t · Bᵀ with t [rows, r] and B [N, r]. Dot
+ * products of K terms spend more on summing their vector across lanes than on the products; here
+ * a gather loads column k of 16 rows of B, and each row of C is K broadcast multiply-adds over 16
+ * columns at once. Sums go k = 0, 1, … in order: within float rounding of skinny_nt_cols. */
+TARGET_avx512 static void skinny_nt_short_k(int64_t lo, int64_t hi, const SkinnyArgs *g) {
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32((int)g->ldb));
+  for (int64_t n0 = lo; n0 < hi; n0 += 16) {
+    int cols = (int)min64(16, hi - n0);
+    __mmask16 cm = cols == 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
+    __m512 bk[16];
+    for (int64_t k = 0; k < g->K; k++) bk[k] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), cm, rows, g->B + n0 * g->ldb + k, 4);
+    for (int64_t m = 0; m < g->M; m++) {
+      const float *a = g->A + m * g->lda;
+      __m512 acc = _mm512_mul_ps(_mm512_set1_ps(a[0]), bk[0]);
+      for (int64_t k = 1; k < g->K; k++) acc = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), bk[k], acc);
+      float *c = g->C + m * g->ldc + n0;
+      __m512 out = _mm512_mul_ps(_mm512_set1_ps(g->alpha), acc);
+      if (g->beta != 0.0f) out = _mm512_fmadd_ps(_mm512_set1_ps(g->beta), _mm512_maskz_loadu_ps(cm, c), out); /* beta 0: C unread */
+      _mm512_mask_storeu_ps(c, cm, out);
+    }
+  }
+}
 #endif
 
 typedef void (*Dot4)(const float *b, const float *a0, const float *a1, const float *a2, const float *a3, int64_t K, float out[4]);
@@ -184,6 +208,12 @@ void gemm_f32(bool tA, bool tB, int64_t M, int64_t N, int64_t K, double alpha, c
   }
   if (!tA && tB && M <= SKINNY_M && K > 0) {
     SkinnyArgs g = {M, K, lda, ldb, ldc, (float)alpha, (float)beta, A, B, C};
+#if MAGRPO_X86
+    if (K <= 16 && kern->isa == ISA_AVX512 && ldb <= INT32_MAX / 16) { /* gather offsets: 15 · ldb in an int32 */
+      PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, skinny_nt_short_k, &g);
+      return;
+    }
+#endif
     PARALLEL_RANGE_ABOVE(PAR_MIN_FLOPS, (double)M * N * K, N, kern->skinny_nt_cols, &g);
     return;
   }

@@ -102,6 +102,21 @@ describe(`gemm against the reference backend (${label()})`, () => {
         }
   });
 
+  it("few rows against a short inner dimension (LoRA's t · Bᵀ while decoding): K ≤ 16, any width, alpha, beta, padding", () => {
+    for (const M of [1, 4, 8])
+      for (const K of [1, 7, 16, 17])
+        for (const N of [5, 16, 37, 576])
+          for (const [alpha, beta, pad] of [
+            [1, 0, 0],
+            [0.5, 1, 3],
+            [-2, 0.25, 1],
+          ]) {
+            const e = gemmError(false, true, M, N, K, alpha, beta, pad);
+            assert.ok(e <= tol(K), `${M}x${N}x${K} alpha=${alpha} beta=${beta} pad=${pad}: error ${e}`);
+            assert.ok(gemmError(false, true, M, N, K, alpha, 0, pad, true) <= tol(K), `beta = 0 with NaN in C: ${M}x${N}x${K}`);
+          }
+  });
+
   it('alpha and beta (beta = 0 ignores NaN in C), padded leading dimensions and offsets', () => {
     for (const [M, N, K] of [
       [3, 5, 7],
