@@ -136,6 +136,20 @@ INLINE int64_t attn_group(const AttnSpec *a) { return a->H / a->Hkv; }
  * products run on the calling thread. */
 INLINE bool attn_bf16(const AttnSpec *a) { return a->T >= BF16_MIN_ROWS && precision_bf16(); }
 
+/* dS = scale · P ⊙ (dP − rowsum(dP ⊙ P)) in place of dP, over a block's `rows` rows (stride S) and
+ * the `lim` keys it sees: the softmax's backward inside attention's (rowsum in double). */
+INLINE void attn_score_grads(int64_t rows, int64_t lim, int64_t S, float scale, const float *P, float *dS) {
+  for (int64_t t = 0; t < rows; t++) {
+    float *row = dS + t * S;
+    const float *pr = P + t * S;
+    double dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t s = 0; s < lim; s++) dot += (double)row[s] * pr[s];
+    float dt = (float)dot;
+    for (int64_t s = 0; s < lim; s++) row[s] = scale * pr[s] * (row[s] - dt);
+  }
+}
+
 INLINE void attn_gemm(bool bf16, bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                       float beta, float *C, int64_t ldc) {
   if (bf16) gemm_bf16(tA, tB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -401,15 +415,7 @@ TARGET_avx512 static void attention_backward_amx(int64_t lo, int64_t hi, const A
           float *dSb = dS + r0 * S;
           amx_pack_a(false, gOh + r0 * ldq, ldq, rows, D, Ap);
           amx_block(rows, lim, D / 32, Ap, pD, VTp, pD, pD / 2, dSb, S, 0.0f);
-          for (int64_t t = 0; t < rows; t++) {
-            float *row = dSb + t * S;
-            const float *pr = Ph + (r0 + t) * S;
-            double dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int64_t s = 0; s < lim; s++) dot += (double)row[s] * pr[s];
-            float dt = (float)dot;
-            for (int64_t s = 0; s < lim; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
-          }
+          attn_score_grads(rows, lim, S, a->scale, Ph + r0 * S, dSb);
           if (gr->gq) {
             amx_pack_a(false, dSb, S, rows, lim, Ap);
             amx_block(rows, D, (lim + 31) / 32, Ap, amx_panel_elems(lim), Kp, pS, pS / 2, gr->gq + off + r0 * ldq, ldq, 1.0f);
@@ -479,15 +485,7 @@ INLINE void attention_backward_groups(int64_t lo, int64_t hi, const AttnBackward
           if (lim == 0) continue;
           float *dSb = dS + r0 * S;
           attn_gemm(bf16, false, true, rows, lim, D, 1.0f, gOh + r0 * ldq, ldq, vg, ldk, 0.0f, dSb, S);
-          for (int64_t t = 0; t < rows; t++) {
-            float *row = dSb + t * S;
-            const float *pr = Ph + (r0 + t) * S;
-            double dot = 0;
-#pragma omp simd reduction(+ : dot)
-            for (int64_t s = 0; s < lim; s++) dot += (double)row[s] * pr[s];
-            float dt = (float)dot;
-            for (int64_t s = 0; s < lim; s++) row[s] = a->scale * pr[s] * (row[s] - dt);
-          }
+          attn_score_grads(rows, lim, S, a->scale, Ph + r0 * S, dSb);
           if (gr->gq) attn_gemm(bf16, false, false, rows, D, lim, 1.0f, dSb, S, kg, ldk, 1.0f, gr->gq + off + r0 * ldq, ldq);
         }
       if (!gvg && !gkg) continue;
