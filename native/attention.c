@@ -120,9 +120,11 @@ void softmax_backward(int64_t rows, int64_t cols, float scale, const float *y, c
 }
 
 /* ---------------------------------------------------------------------------------------------
- * attention, attentionBackward: every (batch, head) in one call. Per head the products are
- * blas_sgemm calls on strided views of the [B, T, H, D] / [B, Smax, Hkv, D] layouts, except at
- * decode time (T = 1), where dot products over the KV cache beat GEMM calls. Heads run in
+ * attention, attentionBackward: every (batch, head) in one call. Per head the products are GEMM
+ * calls on strided views of the [B, T, H, D] / [B, Smax, Hkv, D] layouts (blas_sgemm, or the bf16
+ * GEMM under precision bf16: attn_gemm), or AMX tile products from per-head packs (the _amx
+ * functions below), except at decode time (T = 1), where dot products over the KV cache beat GEMM
+ * calls. Heads run in
  * parallel (each head's products then run on its thread), the backward per key/value head so
  * that the query heads sharing it add into its gradient one after another.
  * ------------------------------------------------------------------------------------------- */
