@@ -6,8 +6,8 @@
  * TDPBF16PS multiplies a 16 × 32 bf16 tile of A by a 16 (pairs) × 16 × 2 bf16 tile of B into a
  * 16 × 16 fp32 tile of C: 8,192 multiply-adds per instruction, against 32 for VDPBF16PS. The
  * micro-kernel holds 2 × 2 C tiles (32 × 32 of C) in tiles 0-3, and per 32 of the inner dimension
- * loads two A tiles (4, 5) and two B tiles (6, 7): 4 tile products per 4 KB loaded, so the B panel
- * sits in L1 while the A panels stream from L2.
+ * loads two A tiles (4, 5) and two B tiles (6, 7): 4 tile products per 4 KB loaded, from packs
+ * that sit in L2 (a B panel of a shallow block in L1).
  *
  * Packing rounds as bf16gemm.c does (VCVTNE2PS2BF16, bf16_from_f32's round to nearest even) into
  * the layouts the tiles load with a 64-byte stride, inner dimension zero-padded to a multiple of 32:
@@ -64,8 +64,7 @@ bool amx_enable(char *why, size_t n) {
 
 #define AMR 32  /* rows of C per micro-kernel: two A tiles */
 #define ANR 32  /* columns of C per micro-kernel: two B tiles */
-#define AKC 512 /* inner elements per block, a multiple of 32: a 32 KB B panel, in L1 */
-#define AMC 128 /* rows per A block: 128 KB packed, in L2 */
+#define AMC 128 /* rows per A block: up to 256 KB packed, in L2 */
 #define ANC 2048
 #define PASS_BYTES (8.0 * 1024 * 1024) /* packed B kept for a whole-K pass: about an L3 */
 
@@ -263,14 +262,14 @@ typedef struct {
   float beta;
   uint16_t *Bp;
   int64_t jc, nc, nJ, pc0, pc1, bslab;
-  int64_t nIC, splitsJ;
+  int64_t nIC, splitsJ, kc;
 } AmxJob;
 
 TARGET_amx static void job_pack_b(int t, int T, void *ctx) {
   const AmxJob *j = ctx;
   int64_t halves = 2 * j->nJ, h0 = halves * t / T, h1 = halves * (t + 1) / T;
-  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += AKC, s++) {
-    int64_t kc = min64(AKC, j->pc1 - pc);
+  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += j->kc, s++) {
+    int64_t kc = min64(j->kc, j->pc1 - pc);
     if (j->g->tB) pack_b_cols(j->g, j->jc, j->nc, pc, kc, h0, h1, j->Bp + s * j->bslab);
     else pack_b_rows(j->g, j->jc, j->nc, pc, kc, h0, h1, j->Bp + s * j->bslab);
   }
@@ -279,8 +278,8 @@ TARGET_amx static void job_pack_b(int t, int T, void *ctx) {
 /* Rows [ic, ic + mc) (mc ≤ AMC) × B panels [q0, q1) of the pass, every inner block in turn. */
 TARGET_amx static void tiles_block(const AmxJob *j, int64_t ic, int64_t mc, int64_t q0, int64_t q1, uint16_t *Ap) {
   const GemmCall *g = j->g;
-  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += AKC, s++) {
-    int64_t kc = min64(AKC, j->pc1 - pc), nkb = (kc + 31) / 32, panel = panel_elems(kc);
+  for (int64_t pc = j->pc0, s = 0; pc < j->pc1; pc += j->kc, s++) {
+    int64_t kc = min64(j->kc, j->pc1 - pc), nkb = (kc + 31) / 32, panel = panel_elems(kc);
     pack_a(g, ic, mc, pc, kc, Ap);
     for (int64_t q = q0; q < q1; q++) {
       int64_t nr = min64(ANR, j->nc - q * ANR);
@@ -297,7 +296,7 @@ TARGET_amx static void tiles_block(const AmxJob *j, int64_t ic, int64_t mc, int6
 TARGET_amx static void job_tiles(int t, int T, void *ctx) {
   const AmxJob *j = ctx;
   const GemmCall *g = j->g;
-  uint16_t *Ap = buffer(1, (size_t)AMC * AKC);
+  uint16_t *Ap = buffer(1, (size_t)(AMC * j->kc));
   if (Ap == NULL) abort(); /* 128 KB: the process is out of memory */
   tiles_begin();
   if (j->splitsJ == 1) {
@@ -316,20 +315,92 @@ TARGET_amx static void job_tiles(int t, int T, void *ctx) {
   tiles_end();
 }
 
+/* Threads that own columns: thread t of T takes the B panels [nJ·t/T, nJ·(t+1)/T), packs them
+ * itself, so that they sit in its own L2 (in the row-split driver above each thread packs half of
+ * every panel and then reads the other half from the other core), in chunks of at most COL_CHUNK
+ * bytes over all of K, and runs every row block of A against each chunk: A is packed per row
+ * block and inner block by each thread (a few percent of the product), B once. Used for products
+ * of at least 4 panels per thread and K up to COL_MAX_K (beyond, re-packing A per chunk costs
+ * more than it saves). */
+#define COL_CHUNK (1 << 20)
+#define COL_MAX_K 4096
+
+typedef struct {
+  const GemmCall *g;
+  float beta;
+  int64_t nJ, kc, nPc;
+} AmxCols;
+
+TARGET_amx static void job_columns(int t, int T, void *ctx) {
+  const AmxCols *j = ctx;
+  const GemmCall *g = j->g;
+  int64_t q0 = j->nJ * t / T, q1 = j->nJ * (t + 1) / T;
+  if (q0 >= q1) return;
+  int64_t panel = panel_elems(j->kc), chunk = COL_CHUNK / (panel * (int64_t)sizeof(uint16_t) * j->nPc);
+  if (chunk < 1) chunk = 1;
+  uint16_t *Bp = buffer(0, (size_t)(min64(chunk, q1 - q0) * panel * j->nPc));
+  uint16_t *Ap = buffer(1, (size_t)(AMC / AMR * panel));
+  if (Bp == NULL || Ap == NULL) abort(); /* a megabyte: the process is out of memory */
+  GemmCall whole = *g;
+  for (int64_t qa = q0; qa < q1; qa += chunk) {
+    int64_t qb = min64(q1, qa + chunk), c0 = qa * ANR, nc = min64(g->N, qb * ANR) - c0;
+    for (int64_t s = 0; s < j->nPc; s++) {
+      int64_t pc = s * j->kc, kc = min64(j->kc, g->K - pc);
+      if (g->tB) pack_b_cols(&whole, c0, nc, pc, kc, 0, 2 * (qb - qa), Bp + s * (qb - qa) * panel);
+      else pack_b_rows(&whole, c0, nc, pc, kc, 0, 2 * (qb - qa), Bp + s * (qb - qa) * panel);
+    }
+    tiles_begin();
+    for (int64_t ic = 0; ic < g->M; ic += AMC) {
+      int64_t mc = min64(AMC, g->M - ic);
+      for (int64_t s = 0; s < j->nPc; s++) {
+        int64_t pc = s * j->kc, kc = min64(j->kc, g->K - pc), nkb = (kc + 31) / 32, pe = panel_elems(kc);
+        pack_a(g, ic, mc, pc, kc, Ap);
+        const uint16_t *bs = Bp + s * (qb - qa) * panel;
+        for (int64_t q = qa; q < qb; q++) {
+          int64_t nr = min64(ANR, g->N - q * ANR);
+          float *cq = g->C + ic * g->ldc + q * ANR;
+          for (int64_t p = 0; p < mc; p += AMR)
+            ukr_amx_halves(nkb, Ap + p / AMR * pe, pe / 2, bs + (q - qa) * pe, pe / 2, cq + p * g->ldc, g->ldc, g->alpha, j->beta, s == 0,
+                           min64(AMR, mc - p), nr);
+        }
+      }
+    }
+    tiles_end();
+  }
+}
+
+/* Inner blocks: K split evenly into blocks of at most MAX_KC (multiples of 32), so that no short
+ * last block makes a pass over C of its own (K 576 was 512 + 64: the second pass loaded and stored
+ * every tile of C for 2 of its 18 tile products). Both drivers block K this way, so that the sums
+ * of a product are the same whichever one runs it and however many threads: bit for bit. A B
+ * panel of a 1,024-deep block (64 KB) sits in L2, with the A tiles: the micro-kernel loads both
+ * from there at full speed. */
+#define MAX_KC 1024
+static int64_t inner_block(int64_t K) {
+  int64_t n = (K + MAX_KC - 1) / MAX_KC;
+  return ((K + n - 1) / n + 31) / 32 * 32;
+}
+
 void gemm_bf16_amx(const GemmCall *g, float beta) {
   int T = threads();
   if ((double)g->M * g->N * g->K < PAR_MIN_FLOPS || team_size() > 1) T = 1;
-  int64_t ncMax = min64(ANC, (g->N + ANR - 1) / ANR * ANR), bslab = ncMax * AKC;
+  int64_t kc = inner_block(g->K), nJall = (g->N + ANR - 1) / ANR;
+  if (T > 1 && g->K <= COL_MAX_K && nJall >= 4 * T) {
+    AmxCols j = {g, beta, nJall, kc, (g->K + kc - 1) / kc};
+    parallel_run(T, job_columns, &j);
+    return;
+  }
+  int64_t ncMax = min64(ANC, (g->N + ANR - 1) / ANR * ANR), bslab = ncMax * kc;
   /* Inner blocks per pass: all of K while B's packed slabs stay within PASS_BYTES, else one. */
-  int64_t blocks = (g->K + AKC - 1) / AKC, perPass = (double)bslab * blocks * sizeof(uint16_t) <= PASS_BYTES ? blocks : 1;
+  int64_t blocks = (g->K + kc - 1) / kc, perPass = (double)bslab * blocks * sizeof(uint16_t) <= PASS_BYTES ? blocks : 1;
   uint16_t *Bp = buffer(0, (size_t)(bslab * perPass));
   if (Bp == NULL) abort();
   int64_t nIC = (g->M + AMC - 1) / AMC;
   for (int64_t jc = 0; jc < g->N; jc += ANC) {
     int64_t nc = min64(ANC, g->N - jc), nJ = (nc + ANR - 1) / ANR;
     int64_t splitsJ = nIC >= T ? 1 : min64(nJ, (T + nIC - 1) / nIC);
-    for (int64_t pc0 = 0; pc0 < g->K; pc0 += perPass * AKC) {
-      AmxJob j = {g, beta, Bp, jc, nc, nJ, pc0, min64(g->K, pc0 + perPass * AKC), bslab, nIC, splitsJ};
+    for (int64_t pc0 = 0; pc0 < g->K; pc0 += perPass * kc) {
+      AmxJob j = {g, beta, Bp, jc, nc, nJ, pc0, min64(g->K, pc0 + perPass * kc), bslab, nIC, splitsJ, kc};
       if (T > 1 && nJ > 1) parallel_run(T, job_pack_b, &j);
       else job_pack_b(0, 1, &j);
       if (T > 1 && nIC * splitsJ > 1) parallel_run(T, job_tiles, &j);

@@ -237,6 +237,9 @@ describe('bf16 product kernels', () => {
       for (const c of [
         { tA: false, tB: false, M: 301, N: 200, K: 500, alpha: 1, beta: 1 },
         { tA: true, tB: true, M: 40, N: 700, K: 300, alpha: 0.5, beta: 0 },
+        // threads owning columns (≥ 4 panels each) against one thread's row blocks, K in 2-3 blocks
+        { tA: false, tB: true, M: 130, N: 300, K: 1500, alpha: 0.5, beta: 1 },
+        { tA: true, tB: false, M: 70, N: 520, K: 2100, alpha: 1, beta: 0 },
       ]) {
         nat.setNumThreads(1);
         const one = product(nat, 'bf16', c, 3);
