@@ -29,25 +29,53 @@ static void add_into(int64_t n, const float *y, float *h) {
   for (int64_t i = 0; i < n; i++) h[i] += y[i];
 }
 
+/* One run's adapter on projection p of layer l: C[lo:hi] += scale · (A Loraᵀ) Lora_Bᵀ, as ops.ts's
+ * linearLowRank does after the base product; `t` is the step's room of R · maxRank floats, of
+ * which the run uses its own rows. */
+typedef struct {
+  const LlamaDecode *d;
+  int64_t l, N, K, ldc;
+  int p;
+  const float *A;
+  float *C, *t;
+} LoraProj;
+
+static void lora_run(const LoraProj *j, int64_t s) {
+  const LlamaDecode *d = j->d;
+  const LlamaDecodeLora *a = &d->lora[s];
+  const float *La = a->ab[(j->l * DECODE_LORA_PROJ + j->p) * 2], *Lb = a->ab[(j->l * DECODE_LORA_PROJ + j->p) * 2 + 1];
+  int64_t lo = a->row0 - d->row0, hi = a->row1 - d->row0;
+  if (lo < 0) lo = 0;
+  if (hi > d->R) hi = d->R;
+  if (!La || lo >= hi) return;
+  float *t = j->t + lo * d->maxRank;
+  gemm_f32(false, true, hi - lo, a->r, j->K, 1.0, j->A + lo * j->K, j->K, La, j->K, 0.0, t, a->r);
+  gemm_f32(false, true, hi - lo, j->N, a->r, a->scale, t, a->r, Lb, a->r, 1.0, j->C + lo * j->ldc, j->ldc);
+}
+
+static void job_lora(int t, int T, void *ctx) {
+  const LoraProj *j = ctx;
+  for (int64_t s = t; s < j->d->nLora; s += T) lora_run(j, s);
+}
+
 /* C = A · Wᵀ + bias, W packed; A is [R, K] dense, C has stride ldc. The bias goes in first and the
  * product adds onto it, as ops.ts's linear does. Then each run of rows with a LoRA adapter on this
- * projection (layer l, projection p of DECODE_LORA_PROJ) adds scale · (A Loraᵀ) Loraᵀ_B, as
- * ops.ts's linearLowRank does after the base product; `t` is room for R · maxRank floats. */
+ * projection (layer l, projection p of DECODE_LORA_PROJ) adds its low-rank product. The runs' rows
+ * are disjoint, so with several runs (agents decoding together) threads take whole runs: each
+ * product is a few rows by rank 16, too small to split, and reading the adapters (fp32, from
+ * memory: they change every update) is most of its time, which one thread alone did at half the
+ * machine's bandwidth. */
 static void proj(const LlamaDecode *d, int64_t l, int p, int64_t N, int64_t K, const float *A, const float *pack, const float *bias, float *C,
                  int64_t ldc, float *t) {
   if (bias)
     for (int64_t r = 0; r < d->R; r++) memcpy(C + r * ldc, bias, (size_t)N * sizeof(float));
   sgemm_prepacked(d->R, N, K, 1.0f, A, K, pack, d->bf16, bias ? 1.0f : 0.0f, C, ldc);
-  for (int64_t s = 0; s < d->nLora; s++) {
-    const LlamaDecodeLora *a = &d->lora[s];
-    const float *La = a->ab[(l * DECODE_LORA_PROJ + p) * 2], *Lb = a->ab[(l * DECODE_LORA_PROJ + p) * 2 + 1];
-    int64_t lo = a->row0 - d->row0, hi = a->row1 - d->row0;
-    if (lo < 0) lo = 0;
-    if (hi > d->R) hi = d->R;
-    if (!La || lo >= hi) continue;
-    gemm_f32(false, true, hi - lo, a->r, K, 1.0, A + lo * K, K, La, K, 0.0, t, a->r);
-    gemm_f32(false, true, hi - lo, N, a->r, a->scale, t, a->r, Lb, a->r, 1.0, C + lo * ldc, ldc);
-  }
+  if (d->nLora == 0) return;
+  LoraProj j = {d, l, N, K, ldc, p, A, C, t};
+  int T = threads();
+  if (T > d->nLora) T = (int)d->nLora;
+  if (T > 1 && team_size() == 1) parallel_run(T, job_lora, &j);
+  else job_lora(0, 1, &j);
 }
 
 /* The step for d->R rows on the calling thread (its kernels may still split their own work). */
