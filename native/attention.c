@@ -54,11 +54,25 @@ INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const f
     /* Pass 1: scaled logits, -inf where masked; the exp below turns those into exact zeros. */
     float lane[SOFTMAX_VEC];
     for (int l = 0; l < SOFTMAX_VEC; l++) lane[l] = -INFINITY;
-    for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
-      for (int l = 0; l < SOFTMAX_VEC; l++) {
-        float v = o[j0 + l] = masked_logit(xr, km, j0 + l, lim, scale);
-        lane[l] = v > lane[l] ? v : lane[l];
-      }
+    /* Two loops, with and without a key mask, each without a branch (the mask byte read with the
+     * column test, not after it): the form GCC vectorises; masked_logit's short circuit kept this
+     * pass scalar, a quarter of decoding's attention. Columns past lim are within the row. */
+    if (km)
+      for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
+        for (int l = 0; l < SOFTMAX_VEC; l++) {
+          int64_t j = j0 + l;
+          float v = (j < lim) & (km[j] != 0) ? xr[j] * scale : -INFINITY;
+          o[j] = v;
+          lane[l] = v > lane[l] ? v : lane[l];
+        }
+    else
+      for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
+        for (int l = 0; l < SOFTMAX_VEC; l++) {
+          int64_t j = j0 + l;
+          float v = j < lim ? xr[j] * scale : -INFINITY;
+          o[j] = v;
+          lane[l] = v > lane[l] ? v : lane[l];
+        }
     for (int64_t j = whole; j < span; j++) {
       float v = o[j] = masked_logit(xr, km, j, lim, scale);
       lane[0] = v > lane[0] ? v : lane[0];
@@ -262,24 +276,37 @@ TARGET_avx512 static inline __m512 sum16(__m512 *x) {
     const AttnSpec *a = args->a;                                                                                                       \
     float *P = args->P, *out = args->out;                                                                                              \
     const int64_t S = a->S, D = NV * 16, H = a->H, ldk = a->Hkv * D, G = attn_group(a), HC = 16 / NV;                                  \
+    enum { QH = NV == 4 ? 3 : 2 }; /* query heads per pass over the keys: QH × 8 sums and NV keys in registers */                    \
     int64_t lim = a->causal ? (a->pastLen < 0 ? 0 : (a->pastLen + 1 < S ? a->pastLen + 1 : S)) : S;                                    \
     for (int64_t task = lo; task < hi; task++) {                                                                                       \
       int64_t b = task / a->Hkv, g = task % a->Hkv, shared = a->kvRow ? a->kvShared : 0, rb = a->kvRow ? a->kvRow[b] : b;             \
       const float *qg = a->q + (b * H + g * G) * D, *kg = a->k + b * a->Smax * ldk + g * D, *vg = a->v + b * a->Smax * ldk + g * D;    \
       const float *kr = a->k + rb * a->Smax * ldk + g * D, *vr = a->v + rb * a->Smax * ldk + g * D;                                    \
       float *Pg = P + (b * H + g * G) * S, *og = out + (b * H + g * G) * D;                                                            \
-      for (int64_t s0 = 0; s0 < lim; s0 += 16) {                                                                                       \
-        int n = (int)(lim - s0 < 16 ? lim - s0 : 16);                                                                                  \
-        __mmask16 m = n == 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);                                                        \
-        for (int64_t h = 0; h < G; h++) {                                                                                              \
-          __m512 q[NV], x[16];                                                                                                         \
-          for (int v = 0; v < NV; v++) q[v] = _mm512_loadu_ps(qg + h * D + 16 * v);                                                    \
-          for (int j = 0; j < 16; j++) {                                                                                               \
-            x[j] = _mm512_setzero_ps();                                                                                                \
-            if (j < n)                                                                                                                 \
-              for (int v = 0; v < NV; v++) x[j] = _mm512_fmadd_ps(q[v], _mm512_loadu_ps((s0 + j < shared ? kr : kg) + (s0 + j) * ldk + 16 * v), x[j]); \
+      for (int64_t h0 = 0; h0 < G; h0 += QH) {                                                                                         \
+        const int64_t hq = G - h0 < QH ? G - h0 : QH;                                                                                  \
+        for (int64_t s0 = 0; s0 < lim; s0 += 16) {                                                                                     \
+          int n = (int)(lim - s0 < 16 ? lim - s0 : 16);                                                                                \
+          __mmask16 m = n == 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);                                                      \
+          __m512 x[QH][16];                                                                                                            \
+          for (int half = 0; half < 2; half++) {                                                                                       \
+            __m512 acc[QH][8];                                                                                                         \
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {                                                                      \
+              int64_t s = s0 + 8 * half + j;                                                                                           \
+              __m512 k[NV];                                                                                                            \
+              const float *ks = (s < shared ? kr : kg) + s * ldk;                                                                      \
+              for (int v = 0; v < NV; v++) k[v] = 8 * half + j < n ? _mm512_loadu_ps(ks + 16 * v) : _mm512_setzero_ps();              \
+              for (int h = 0; h < QH; h++) {                                                                                           \
+                const float *qh = qg + (h0 + (h < hq ? h : 0)) * D;                                                                    \
+                __m512 a = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);                                                                   \
+                for (int v = 1; v < NV; v++) a = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * v), k[v], a);                               \
+                acc[h][j] = a;                                                                                                         \
+              }                                                                                                                        \
+            }                                                                                                                          \
+            for (int h = 0; h < QH; h++)                                                                                               \
+              for (int j = 0; j < 8; j++) x[h][8 * half + j] = acc[h][j];                                                              \
           }                                                                                                                            \
-          _mm512_mask_storeu_ps(Pg + h * S + s0, m, sum16(x));                                                                         \
+          for (int64_t h = 0; h < hq; h++) _mm512_mask_storeu_ps(Pg + (h0 + h) * S + s0, m, sum16(x[h]));                             \
         }                                                                                                                              \
       }                                                                                                                                \
       SoftmaxSpec sp = {.cols = S, .rowPos0 = a->pastLen, .scale = a->scale, .causal = a->causal, .km = a->km ? a->km + b * a->Smax : NULL}; \
@@ -292,10 +319,14 @@ TARGET_avx512 static inline __m512 sum16(__m512 *x) {
           const float *vs = (s < shared ? vr : vg) + s * ldk;                                                                          \
           __m512 v[NV];                                                                                                                \
           for (int i = 0; i < NV; i++) v[i] = _mm512_loadu_ps(vs + 16 * i);                                                            \
+          /* a hidden key's value (probability exactly 0) is never added, as in the portable loop: a  \
+           * masked FMA, not a branch per key and head */                                                                            \
           for (int h = 0; h < HC; h++)                                                                                                 \
-            if (h < hc && Pg[(h0 + h) * S + s] != 0.0f) { /* a hidden key's value is never read, as in the portable loop */         \
-              __m512 p = _mm512_set1_ps(Pg[(h0 + h) * S + s]);                                                                         \
-              for (int i = 0; i < NV; i++) acc[h * NV + i] = _mm512_fmadd_ps(p, v[i], acc[h * NV + i]);                                \
+            if (h < hc) {                                                                                                              \
+              float ps = Pg[(h0 + h) * S + s];                                                                                         \
+              __m512 p = _mm512_set1_ps(ps);                                                                                           \
+              __mmask16 seen = ps != 0.0f ? (__mmask16)0xffff : (__mmask16)0;                                                          \
+              for (int i = 0; i < NV; i++) acc[h * NV + i] = _mm512_mask3_fmadd_ps(p, v[i], acc[h * NV + i], seen);                   \
             }                                                                                                                          \
         }                                                                                                                              \
         for (int64_t h = 0; h < hc; h++)                                                                                               \

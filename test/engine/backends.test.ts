@@ -306,6 +306,9 @@ describe('native backend matches the reference', () => {
       [3, 1, 9, 12, 6, 3, 16, 8], // decode: one query against a longer cache
       [3, 1, 37, 40, 9, 3, 64, 36], // decode, heads of 64 (AVX-512: registers), a partial block of 16 keys
       [2, 1, 50, 64, 6, 2, 64, 30], // decode with keys past the causal limit
+      [2, 1, 40, 48, 8, 2, 64, 39], // decode, 4 query heads per key head: passes of 3 and 1 over the keys
+      [2, 1, 33, 40, 4, 4, 64, 32], // decode without grouping
+      [2, 1, 21, 24, 6, 2, 128, 20], // decode, heads of 128: passes of 2 and 1 query heads
       [1, 1, 17, 17, 8, 1, 64, 16], // 8 query heads per key head: two chunks of accumulators
       [2, 1, 20, 24, 4, 1, 128, 19], // heads of 128
       [2, 4, 11, 16, 2, 1, 5, 7], // prefill after a cache of 7
