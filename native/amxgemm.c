@@ -320,9 +320,11 @@ TARGET_amx static void job_tiles(int t, int T, void *ctx) {
  * every panel and then reads the other half from the other core), in chunks of at most COL_CHUNK
  * bytes over all of K, and runs every row block of A against each chunk: A is packed per row
  * block and inner block by each thread (a few percent of the product), B once. Used for products
- * of at least 4 panels per thread and K up to COL_MAX_K (beyond, re-packing A per chunk costs
- * more than it saves). */
+ * of at least 4 panels per thread and K in [COL_MIN_K, COL_MAX_K]: beyond, re-packing A per chunk
+ * costs more than it saves; below (LoRA's rank-16 products) B is a few KB, C's traffic is the
+ * product's cost, and row blocks keep each thread's rows of C contiguous. */
 #define COL_CHUNK (1 << 20)
+#define COL_MIN_K 256
 #define COL_MAX_K 4096
 
 typedef struct {
@@ -385,7 +387,7 @@ void gemm_bf16_amx(const GemmCall *g, float beta) {
   int T = threads();
   if ((double)g->M * g->N * g->K < PAR_MIN_FLOPS || team_size() > 1) T = 1;
   int64_t kc = inner_block(g->K), nJall = (g->N + ANR - 1) / ANR;
-  if (T > 1 && g->K <= COL_MAX_K && nJall >= 4 * T) {
+  if (T > 1 && g->K >= COL_MIN_K && g->K <= COL_MAX_K && nJall >= 4 * T) {
     AmxCols j = {g, beta, nJall, kc, (g->K + kc - 1) / kc};
     parallel_run(T, job_columns, &j);
     return;
