@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import { packageRoot } from '../../data/package-root.js';
 import type { Task } from '../../rl/task.js';
-import { echo, FAITHFULNESS_METRICS, faithfulness, wordsOf } from '../../text/faithfulness.js';
+import { contentSupport, copiedRuns, echo, FAITHFULNESS_METRICS, faithfulness, wordsOf } from '../../text/faithfulness.js';
 import { clauseLength, distinctN, wordValidity } from '../../text/fluency-measures.js';
 import { grammarValidity } from '../../text/grammar.js';
 import { type Environment, type EpisodeResult, userTurn } from '../environment.js';
@@ -21,6 +21,7 @@ import { type ArxivItem, loadWritingItems, type TldrItem, type WritingField } fr
 import {
   type ArxivOptions,
   ArxivOptionsSchema,
+  type FaithfulnessGuard,
   type FluencyGuard,
   type FluencyRamp,
   type TldrOptions,
@@ -39,7 +40,7 @@ import { arxivLevels, arxivReward, gate, normalisedMetrics, tldrLevels, tldrRewa
 
 export type { ArxivItem, TldrItem } from './data.js';
 export { loadWritingItems, WritingDataError } from './data.js';
-export type { ArxivOptions, ArxivVersion, FluencyGuard, TldrOptions, WritingPromptStyle } from './options.js';
+export type { ArxivOptions, ArxivVersion, FaithfulnessGuard, FluencyGuard, TldrOptions, WritingPromptStyle } from './options.js';
 export { arxivReward, normalisedMetrics, tldrReward } from './rewards.js';
 
 const ramp = (x: number, r: FluencyRamp) => Math.min(1, Math.max(0, (x - r.zero_at) / (r.full_at - r.zero_at)));
@@ -56,6 +57,24 @@ export function fluencyFactor(completions: readonly string[], guard: FluencyGuar
     if (guard.distinct_2) f *= ramp(distinctN(c, 2), guard.distinct_2);
     if (guard.grammar) f *= ramp(grammarValidity(c), guard.grammar);
     if (guard.clause_length) f *= ramp(clauseLength(c), guard.clause_length);
+  }
+  return f;
+}
+
+/**
+ * The faithfulness guard's factor in [0, 1] for one joint action against its post (options.ts
+ * faithfulness_guard): the product over agents of a ramp on content support, and of a falling
+ * ramp on copied 8-word runs where given, so that text the post does not support earns nothing and
+ * pasting the post is not the way to support.
+ */
+export function faithfulnessFactor(completions: readonly string[], post: string, guard: FaithfulnessGuard): number {
+  let f = 1;
+  for (const c of completions) {
+    f *= ramp(contentSupport(c, post), guard.support);
+    if (guard.copied) {
+      const { full_at, zero_at } = guard.copied;
+      f *= Math.min(1, Math.max(0, (zero_at - copiedRuns(c, post)) / (zero_at - full_at)));
+    }
   }
   return f;
 }
@@ -95,12 +114,20 @@ function writingEnvironment<Item>(kind: WritingKind<Item>, opts: z.output<typeof
         dataset: split.train ?? load('train'),
         evalDataset: split.eval ?? load('eval'),
         formatters: [(item) => wrap(f1(kind.source(item))), (item) => wrap(f2(kind.source(item)))],
-        reward: ({ completions }) => {
+        reward: ({ completions, item }) => {
           if (completions.length !== 2) throw new Error(`the ${kind.name} reward scores exactly 2 agents, got ${completions.length}`);
           const s = kind.reward(completions[0], completions[1]);
-          if (!opts.fluency_guard) return { reward: s.reward, components: { ...s.components } };
-          const factor = fluencyFactor(completions, opts.fluency_guard);
-          return { reward: s.reward * factor, components: { ...s.components, fluency_factor: factor } };
+          const components: Record<string, number> = { ...s.components };
+          let reward = s.reward;
+          if (opts.fluency_guard) {
+            components.fluency_factor = fluencyFactor(completions, opts.fluency_guard);
+            reward *= components.fluency_factor;
+          }
+          if (opts.faithfulness_guard) {
+            components.faithfulness_factor = faithfulnessFactor(completions, postText(kind.source(item)), opts.faithfulness_guard);
+            reward *= components.faithfulness_factor;
+          }
+          return { reward, components };
         },
       };
     },

@@ -34,8 +34,28 @@ const fluencyGuard = z
   })
   .refine((g) => g.full_at > g.zero_at, { message: 'full_at must be greater than zero_at', path: ['full_at'] });
 
+const faithfulnessGuard = z.strictObject({
+  support: ramp(z.number().min(0).lt(1), z.number().gt(0).max(1)).describe(
+    'ramp on content support (share of an agent’s content words that occur in the post, text/faithfulness.ts): text about something else earns nothing at and below zero_at',
+  ),
+  copied: z
+    .strictObject({
+      full_at: z.number().min(0).lt(1).describe('share of an agent’s words in 8-word runs copied from the post at and below which its factor is 1'),
+      zero_at: z.number().gt(0).max(1).describe('share at and above which its factor is 0 (linear in between)'),
+    })
+    .refine((g) => g.zero_at > g.full_at, { message: 'zero_at must be greater than full_at', path: ['zero_at'] })
+    .optional()
+    .describe('also a falling ramp on copying, so that pasting the post is not the way to support'),
+});
+
 export const TldrOptionsSchema = z.strictObject({
   data_dir: dataDirOption,
+  faithfulness_guard: faithfulnessGuard
+    .nullable()
+    .default(null)
+    .describe(
+      '(magrpo) training-reward guard for summaries: reward × Π_i ramp(content_support_i) × Π_i ramp(copied_i); eval tables keep the paper reward and report the same measures beside ones no guard optimises (bigram support, ROUGE-L, echo, ref NLL)',
+    ),
   fluency_guard: fluencyGuard
     .nullable()
     .default(null)
@@ -56,6 +76,8 @@ export type ArxivOptions = z.input<typeof ArxivOptionsSchema>;
 export type WritingPromptStyle = z.output<typeof promptStyle>;
 /** The fluency guard with its defaults filled in. */
 export type FluencyGuard = z.output<typeof fluencyGuard>;
+/** The faithfulness guard. */
+export type FaithfulnessGuard = NonNullable<z.output<typeof TldrOptionsSchema>['faithfulness_guard']>;
 /** A ramp of the fluency guard: factor 0 at and below zero_at, 1 at and above full_at. */
 export type FluencyRamp = NonNullable<FluencyGuard['distinct_2']>;
 /** arXiv L2 band: 'paper' = the paper-era code (@3198dc9), 'latest' = the 2025-12-31 change. */
