@@ -61,12 +61,18 @@ export const IterativeSchema = z.strictObject({
     .url()
     .nullable()
     .default(null)
-    .describe('api: the URL requests are POSTed to (magrpo serve: http://host:port/v1/chat/completions)'),
+    .describe('api: the URL requests are POSTed to (magrpo serve: http://host:port/v1/chat/completions, /v1/completions, /v1/messages or /v1/responses)'),
   comparator_api_format: z
-    .enum(['generic', 'openai_chat', 'openai_completions'])
+    .enum(['generic', 'openai_chat', 'openai_completions', 'anthropic', 'openai_responses'])
     .default('generic')
-    .describe("api: openai_chat (messages), openai_completions (prompt) or generic (the reference's own payload and response_field)"),
-  comparator_api_model: z.string().nullable().default(null).describe('api: the "model" field of each request (null = none)'),
+    .describe(
+      "api: openai_chat (messages), openai_completions (prompt), anthropic (Anthropic's Messages API: key as x-api-key, one candidate per request), openai_responses (OpenAI's Responses API: one candidate per request) or generic (the reference's own payload and response_field)",
+    ),
+  comparator_api_model: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe('api: the "model" field of each request (null = none; anthropic and openai_responses need one)'),
   comparator_api_max_n_per_request: z.number().int().min(1).nullable().default(null).describe('api: most completions per request (null = all in one)'),
   comparator_api_timeout: z.number().positive().default(120).describe('api: seconds one request may take'),
   comparator_api_key_env: z
@@ -125,6 +131,9 @@ export function iterativeProblems(it: IterativeOptions): { path: string[]; messa
     no(it.comparator_agents !== null ? 'comparator_agents' : 'comparator_model_name', 'only read with comparator_policy model');
   if (p !== 'history' && it.comparator_history_k !== null) no('comparator_history_k', 'only read with comparator_policy history');
   if (p === 'api' && it.comparator_api_url === null) no('comparator_api_url', 'comparator_policy api needs the URL of an OpenAI-compatible endpoint');
+  const f = it.comparator_api_format;
+  if (p === 'api' && (f === 'anthropic' || f === 'openai_responses') && it.comparator_api_model === null)
+    no('comparator_api_model', `comparator_api_format ${f} needs the model to ask (its API has no default)`);
   const m = it.preference_replay_mode;
   if (m === 'nearest_k' && it.preference_replay_k === null) no('preference_replay_k', 'preference_replay_mode nearest_k needs k');
   if (m !== 'nearest_k' && it.preference_replay_k !== null && !(m === 'current' && it.preference_replay_k === 1))
@@ -228,8 +237,12 @@ export function sampleReplay<T>(sets: readonly (readonly T[])[], weights: readon
 export interface ComparatorApi {
   /** Full URL requests are POSTed to (for `magrpo serve`: http://host:port/v1/chat/completions). */
   url: string;
-  /** openai_chat: chat completions, a prompt as the user message; openai_completions: text completions; generic: the reference's own payload. */
-  format: 'openai_chat' | 'openai_completions' | 'generic';
+  /**
+   * openai_chat: chat completions, a prompt as the user message; openai_completions: text
+   * completions; anthropic: Anthropic's Messages API; openai_responses: OpenAI's Responses API
+   * (those two one candidate per request); generic: the reference's own payload.
+   */
+  format: 'openai_chat' | 'openai_completions' | 'anthropic' | 'openai_responses' | 'generic';
   model: string | null;
   /** Most candidates per request (null: all in one). */
   maxNPerRequest: number | null;
@@ -251,33 +264,40 @@ export interface ComparatorSampling {
 /** `n` completions of `prompt` from the endpoint, as many requests as maxNPerRequest needs; an empty or malformed answer is an error naming the URL. */
 export async function apiCompletions(api: ComparatorApi, prompt: Prompt, n: number, s: ComparatorSampling, agent = 0): Promise<string[]> {
   const text = typeof prompt === 'string' ? prompt : null;
+  const messages = text === null ? (prompt as readonly { role: string; content: string }[]) : [{ role: 'user', content: text }];
+  // Anthropic's and OpenAI's Responses APIs have no `n`: one candidate per request.
+  const single = api.format === 'anthropic' || api.format === 'openai_responses';
   const out: string[] = [];
   while (out.length < n) {
-    const k = Math.min(api.maxNPerRequest ?? n, n - out.length);
+    const k = single ? 1 : Math.min(api.maxNPerRequest ?? n, n - out.length);
     const body =
-      api.format === 'generic'
-        ? {
-            prompt: text ?? prompt,
-            agent_idx: agent,
-            num_return_sequences: k,
-            max_new_tokens: s.maxNewTokens,
-            temperature: s.temperature,
-            top_p: s.topP,
-            top_k: s.topK,
-          }
-        : {
-            ...(api.format === 'openai_chat' ? { messages: text === null ? prompt : [{ role: 'user', content: text }] } : { prompt: text ?? prompt }),
-            n: k,
-            max_tokens: s.maxNewTokens,
-            temperature: s.temperature,
-            top_p: s.topP,
-          };
+      api.format === 'anthropic'
+        ? anthropicBody(messages, s)
+        : api.format === 'openai_responses'
+          ? { input: messages, max_output_tokens: s.maxNewTokens, temperature: s.temperature, top_p: s.topP }
+          : api.format === 'generic'
+            ? {
+                prompt: text ?? prompt,
+                agent_idx: agent,
+                num_return_sequences: k,
+                max_new_tokens: s.maxNewTokens,
+                temperature: s.temperature,
+                top_p: s.topP,
+                top_k: s.topK,
+              }
+            : {
+                ...(api.format === 'openai_chat' ? { messages } : { prompt: text ?? prompt }),
+                n: k,
+                max_tokens: s.maxNewTokens,
+                temperature: s.temperature,
+                top_p: s.topP,
+              };
     const payload = { ...body, ...(api.model ? { model: api.model } : {}), ...(api.extraBody ?? {}) };
     let res: Response;
     try {
       res = await fetch(api.url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', ...(api.apiKey ? { Authorization: `Bearer ${api.apiKey}` } : {}) },
+        headers: { 'Content-Type': 'application/json', ...authHeaders(api) },
         body: JSON.stringify(payload),
         signal: AbortSignal.timeout(api.timeoutS * 1000),
       });
@@ -292,11 +312,60 @@ export async function apiCompletions(api: ComparatorApi, prompt: Prompt, n: numb
     } catch {
       throw new Error(`comparator_api_url ${api.url}: the answer is not JSON: ${raw.slice(0, 200)}`);
     }
-    const got = api.format === 'generic' ? genericCompletions(data, api.responseField) : choiceTexts(data);
+    const got =
+      api.format === 'generic'
+        ? genericCompletions(data, api.responseField)
+        : api.format === 'anthropic'
+          ? anthropicTexts(data)
+          : api.format === 'openai_responses'
+            ? responsesTexts(data)
+            : choiceTexts(data);
     if (got.length === 0) throw new Error(`comparator_api_url ${api.url}: no completions in the answer to a request for ${k}`);
     out.push(...got);
   }
   return out.slice(0, n);
+}
+
+/** The key as each API takes it: Anthropic's x-api-key (with the API version it requires), else a bearer token. */
+function authHeaders(api: ComparatorApi): Record<string, string> {
+  if (api.format === 'anthropic') return { 'anthropic-version': '2023-06-01', ...(api.apiKey ? { 'x-api-key': api.apiKey } : {}) };
+  return api.apiKey ? { Authorization: `Bearer ${api.apiKey}` } : {};
+}
+
+/**
+ * An Anthropic Messages request: system turns as its `system` field, top_p and top_k only where
+ * they restrict sampling (newer models refuse temperature and top_p together at their defaults).
+ */
+function anthropicBody(messages: readonly { role: string; content: string }[], s: ComparatorSampling) {
+  const system = messages.filter((m) => m.role === 'system').map((m) => m.content);
+  return {
+    max_tokens: s.maxNewTokens,
+    messages: messages.filter((m) => m.role !== 'system').map((m) => ({ role: m.role, content: m.content })),
+    ...(system.length ? { system: system.join('\n\n') } : {}),
+    temperature: s.temperature,
+    ...(s.topP < 1 ? { top_p: s.topP } : {}),
+    ...(s.topK !== null ? { top_k: s.topK } : {}),
+  };
+}
+
+/** Anthropic answers: the text blocks of content[], joined. */
+function anthropicTexts(data: unknown): string[] {
+  const content = (data as { content?: unknown } | null)?.content;
+  if (!Array.isArray(content)) return [];
+  const texts = content.flatMap((b: { type?: unknown; text?: unknown }) => (b?.type === 'text' && typeof b.text === 'string' ? [b.text] : []));
+  return texts.length ? [texts.join('')] : [];
+}
+
+/** Responses answers: the output_text parts of output[]'s messages, joined. */
+function responsesTexts(data: unknown): string[] {
+  const output = (data as { output?: unknown } | null)?.output;
+  if (!Array.isArray(output)) return [];
+  const texts = output.flatMap((item: { type?: unknown; content?: unknown }) =>
+    item?.type === 'message' && Array.isArray(item.content)
+      ? item.content.flatMap((p: { type?: unknown; text?: unknown }) => (p?.type === 'output_text' && typeof p.text === 'string' ? [p.text] : []))
+      : [],
+  );
+  return texts.length ? [texts.join('')] : [];
 }
 
 /** OpenAI answers: choices[].message.content (chat) or choices[].text (completions). */

@@ -1,7 +1,7 @@
 /**
  * Who may talk to the server: on a loopback address the Host header must be loopback too (a web
  * page cannot reach the server through DNS rebinding), and with an API key a request must carry
- * `Authorization: Bearer <key>`.
+ * `Authorization: Bearer <key>` (or, as Anthropic's clients send it, `x-api-key: <key>`).
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -24,8 +24,16 @@ export function checkAccess(req: IncomingMessage, policy: AccessPolicy, needsKey
     throw new HttpError(403, `Host "${req.headers.host}" is not a loopback name; this server listens on ${policy.host} only`, 'permission_error');
   if (policy.key === null || !needsKey) return;
   const auth = req.headers.authorization ?? '';
-  const given = Buffer.from(auth.startsWith('Bearer ') ? auth.slice(7) : '');
+  // Anthropic's clients send the key as x-api-key.
+  const xKey = req.headers['x-api-key'];
+  const given = Buffer.from(auth.startsWith('Bearer ') ? auth.slice(7) : typeof xKey === 'string' ? xKey : '');
   // timingSafeEqual: the comparison takes as long whatever prefix of the key a guess gets right.
   if (given.length !== policy.key.length || !timingSafeEqual(given, policy.key))
-    throw new HttpError(401, 'Incorrect API key provided: pass it as "Authorization: Bearer <key>".', 'invalid_request_error', null, 'invalid_api_key');
+    throw new HttpError(
+      401,
+      'Incorrect API key provided: pass it as "Authorization: Bearer <key>" (or "x-api-key: <key>").',
+      'invalid_request_error',
+      null,
+      'invalid_api_key',
+    );
 }

@@ -71,6 +71,58 @@ export const ChatRequest = z.object({
 });
 export type ChatRequest = z.infer<typeof ChatRequest>;
 
+/** Sampling fields of the two single-completion APIs below (no n, no logprobs, no stream). */
+const singleSampling = {
+  model: z.string().optional().describe('base model or adapter name (default: the base model)'),
+  temperature: z.number().min(0).max(100).default(1).describe('0 = greedy'),
+  top_p: z.number().gt(0).max(1).default(1).describe('nucleus sampling threshold'),
+  stream: z.literal(false).optional().describe('streaming is not supported on this endpoint'),
+  seed: z.number().int().min(0).max(0xffffffff).nullable().optional().describe('magrpo: seed of this request'),
+};
+
+const anthropicText = z.object({ type: z.literal('text'), text: z.string() });
+const anthropicContent = z.union([z.string(), z.array(anthropicText).min(1)]).describe('text, or a list of {type: "text", text} blocks');
+
+/** Anthropic's Messages API (POST /v1/messages): the subset of text in and text out. */
+export const MessagesRequest = z.object({
+  ...singleSampling,
+  max_tokens: z.number().int().min(1).describe('tokens to generate (required, as in Anthropic’s API)'),
+  messages: z.array(z.object({ role: z.enum(['user', 'assistant']), content: anthropicContent })).min(1),
+  system: anthropicContent.optional().describe('the system prompt'),
+  top_k: z.number().int().min(1).optional().describe('keep the k most likely tokens'),
+  stop_sequences: z.array(z.string()).max(16).optional(),
+  tools: z.array(z.unknown()).max(0).optional().describe('tools are not supported'),
+  metadata: z.unknown().optional(),
+});
+export type MessagesRequest = z.infer<typeof MessagesRequest>;
+
+const responsesPart = z.object({ type: z.enum(['input_text', 'output_text', 'text']), text: z.string() });
+
+/** OpenAI's Responses API (POST /v1/responses): the subset of text in and text out. */
+export const ResponsesRequest = z.object({
+  ...singleSampling,
+  input: z
+    .union([
+      z.string(),
+      z
+        .array(
+          z.object({
+            role: z.enum(['user', 'assistant', 'system', 'developer']),
+            content: z.union([z.string(), z.array(responsesPart).min(1)]),
+            type: z.literal('message').optional(),
+          }),
+        )
+        .min(1),
+    ])
+    .describe('text, or a list of messages'),
+  instructions: z.string().nullable().optional().describe('the system prompt'),
+  max_output_tokens: z.number().int().min(1).nullable().optional(),
+  tools: z.array(z.unknown()).max(0).optional().describe('tools are not supported'),
+  previous_response_id: z.null().optional().describe('not supported: this server keeps no responses'),
+  store: z.boolean().optional(),
+});
+export type ResponsesRequest = z.infer<typeof ResponsesRequest>;
+
 export const TokenizeRequest = z.union([
   z.object({ model: z.string().optional(), prompt: z.string(), add_special_tokens: z.boolean().default(true), return_token_strs: z.boolean().default(false) }),
   z.object({

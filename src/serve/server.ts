@@ -6,6 +6,8 @@
  *   GET  /v1/models/{id}             one of them (404 for an unknown name)     routes/models.ts
  *   POST /v1/completions             text or token-id prompts, n, logprobs     routes/completions.ts
  *   POST /v1/chat/completions        the tokenizer's chat template, stream     routes/chat.ts
+ *   POST /v1/messages                Anthropic's Messages API, one completion  routes/messages.ts
+ *   POST /v1/responses               OpenAI's Responses API, one completion    routes/responses.ts
  *   POST /v1/load_lora_adapter       {lora_name, lora_path}: a PEFT folder     routes/adapters.ts
  *   POST /v1/unload_lora_adapter     {lora_name}                               routes/adapters.ts
  *   POST /tokenize, /detokenize      vLLM's bodies                             routes/tokenize.ts
@@ -14,7 +16,8 @@
  * This file only wires them: access (auth.ts), the route table, bounded JSON bodies and errors
  * (http.ts), listen and close. Request bodies are checked in validate.ts. Node's http module is
  * enough: a few routes, JSON bodies and server-sent events. Every error is OpenAI's shape,
- * {error: {message, type, param, code}}, with the matching status.
+ * {error: {message, type, param, code}}, with the matching status (on /v1/messages too: clients
+ * of Anthropic's API go by the status).
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -29,7 +32,9 @@ import { loadLoraAdapter, unloadLoraAdapter } from './routes/adapters.js';
 import { chat } from './routes/chat.js';
 import { completions } from './routes/completions.js';
 import { health, stats } from './routes/health.js';
+import { messages } from './routes/messages.js';
 import { listModels, MODEL_PATH, modelIdOf, retrieveModel } from './routes/models.js';
+import { responses } from './routes/responses.js';
 import { detokenize, tokenize } from './routes/tokenize.js';
 
 export { HttpError } from './http.js';
@@ -72,6 +77,8 @@ const ROUTES: Record<string, Record<string, Route>> = {
   '/v1/models': { GET: listModels },
   '/v1/completions': { POST: completions },
   '/v1/chat/completions': { POST: chat },
+  '/v1/messages': { POST: messages },
+  '/v1/responses': { POST: responses },
   '/v1/load_lora_adapter': { POST: loadLoraAdapter },
   '/v1/unload_lora_adapter': { POST: unloadLoraAdapter },
   '/tokenize': { POST: tokenize },

@@ -10,7 +10,7 @@ import type { SamplingSpec } from './engine.js';
 import type { ChoiceFormat } from './format.js';
 import { HttpError } from './http.js';
 import { chatPromptIds, encodeText } from './prompts.js';
-import { ChatRequest, CompletionRequest, describeIssues } from './protocol.js';
+import { ChatRequest, CompletionRequest, describeIssues, MessagesRequest, ResponsesRequest } from './protocol.js';
 
 /** The body as `schema` reads it (defaults filled in); 400 with every issue otherwise. */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
@@ -78,6 +78,57 @@ export function chatJob(ctx: ServeContext, raw: unknown): GenerationJob {
   const maxTokens = maxTokensFor(ctx, ids.length, body.max_completion_tokens ?? body.max_tokens, param);
   const spec = samplingSpec(ctx, body, maxTokens, body.logprobs ? (body.top_logprobs ?? 0) : 0);
   return generationJob(body, model, [ids], spec, body.logprobs);
+}
+
+/** Text of Anthropic or Responses content: a string, or its text blocks joined. */
+const blocksText = (c: string | readonly { text: string }[]) => (typeof c === 'string' ? c : c.map((b) => b.text).join(''));
+
+/**
+ * A one-completion chat job from another API's body (Anthropic's messages, OpenAI's responses):
+ * its messages through the chat template, its sampling fields as chat's, no logprobs, no stream.
+ */
+function singleChatJob(
+  ctx: ServeContext,
+  body: { model?: string; temperature: number; top_p: number; seed?: number | null },
+  messages: { role: string; content: string }[],
+  maxTokens: number | null | undefined,
+  param: string,
+  extra: { topK?: number; stop?: string[] },
+): GenerationJob {
+  const model = servedModel(ctx, body.model);
+  const ids = chatPromptIds(ctx.lm, messages, true);
+  const n = maxTokensFor(ctx, ids.length, maxTokens, param);
+  const spec = samplingSpec(ctx, { ...body, top_k: extra.topK ?? null, stop: extra.stop ?? null, ignore_eos: false } as ChatRequest, n, 0);
+  return {
+    model,
+    prompts: [ids],
+    n: 1,
+    spec,
+    fmt: { logprobs: false, tokenIds: false, returnTokenIds: false, skipSpecial: true, includeStop: false },
+    stream: false,
+    includeUsage: false,
+  };
+}
+
+/** POST /v1/messages: Anthropic's system prompt first, then its turns. */
+export function messagesJob(ctx: ServeContext, raw: unknown): GenerationJob {
+  const body = parseBody(MessagesRequest, raw);
+  const messages = [
+    ...(body.system === undefined ? [] : [{ role: 'system', content: blocksText(body.system) }]),
+    ...body.messages.map((m) => ({ role: m.role, content: blocksText(m.content) })),
+  ];
+  return singleChatJob(ctx, body, messages, body.max_tokens, 'max_tokens', { topK: body.top_k, stop: body.stop_sequences });
+}
+
+/** POST /v1/responses: the instructions as the system prompt, then the input (a text is one user turn; developer turns are system turns). */
+export function responsesJob(ctx: ServeContext, raw: unknown): GenerationJob {
+  const body = parseBody(ResponsesRequest, raw);
+  const turns =
+    typeof body.input === 'string'
+      ? [{ role: 'user', content: body.input }]
+      : body.input.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: blocksText(m.content) }));
+  const messages = [...(body.instructions ? [{ role: 'system', content: body.instructions }] : []), ...turns];
+  return singleChatJob(ctx, body, messages, body.max_output_tokens, 'max_output_tokens', {});
 }
 
 /** max_tokens after defaults and bounds; the prompt plus it must fit the context. */

@@ -47,6 +47,11 @@ describe('trainer.iterative keys', () => {
     assert.match(problems({ iterative: { preference_replay_mode: 'lambda_decay' } }).join('\n'), /iterative\.preference_replay_lambda: .* needs λ/);
     assert.match(problems({ iterative: { preference_replay_sample_size: 3 } }).join('\n'), /iterative\.preference_replay_sample_size: replay mode current/);
     assert.match(problems({ iterative: { comparator_policy: 'api' } }).join('\n'), /iterative\.comparator_api_url: /);
+    for (const format of ['anthropic', 'openai_responses'])
+      assert.match(
+        problems({ iterative: { comparator_policy: 'api', comparator_api_url: 'http://127.0.0.1:1/v1/x', comparator_api_format: format } }).join('\n'),
+        new RegExp(`iterative\\.comparator_api_model: comparator_api_format ${format} needs the model`),
+      );
     assert.match(problems({ iterative: { comparator_policy: 'model' } }).join('\n'), /iterative\.comparator_policy: comparator_policy model needs/);
     assert.match(problems({ iterative: { comparator_history_k: 2 } }).join('\n'), /iterative\.comparator_history_k: only read with comparator_policy history/);
     assert.match(

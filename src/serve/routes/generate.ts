@@ -26,6 +26,15 @@ export interface Dialect {
   deltas(lm: LanguageModel, c: Choice, index: number, ev: TokenEvent, spec: SamplingSpec, fmt: ChoiceFormat): unknown[];
   /** Choice `index` of the whole answer, finished. */
   choice(lm: LanguageModel, c: Choice, index: number, spec: SamplingSpec, fmt: ChoiceFormat): unknown;
+  /** The whole answer from OpenAI's parts, for an endpoint whose answer has another shape (Anthropic's messages, OpenAI's responses). */
+  answer?(parts: { id: string; created: number; model: string; choices: unknown[]; usage: Usage }): unknown;
+}
+
+/** Token counts of an answer, OpenAI's names. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
 }
 
 /** Choices are ordered prompt-major: choice p × n + j is completion j of prompt p. */
@@ -67,12 +76,16 @@ export async function generate(ctx: ServeContext, res: ServerResponse, dialect: 
   }
   const promptTokens = prompts.reduce((s, p) => s + p.length, 0);
   const completionTokens = choices.reduce((s, c) => s + c.tokens.length, 0);
-  const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  const usage: Usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
   if (stream) {
     if (job.includeUsage) stream.send(chunk([], usage));
     stream.end();
     return;
   }
   const out = choices.map((c, i) => dialect.choice(lm, c, i, spec, fmt));
-  sendJson(res, 200, { id, object: dialect.object, created, model, choices: out, usage });
+  sendJson(
+    res,
+    200,
+    dialect.answer ? dialect.answer({ id, created, model, choices: out, usage }) : { id, object: dialect.object, created, model, choices: out, usage },
+  );
 }
