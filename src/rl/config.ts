@@ -389,6 +389,11 @@ function iterativeConfigProblems(c: MagrpoConfig, algorithm: ReturnType<typeof a
   if (c.reward_model !== null) no('reward_model', 'iterative MARLHF trains its reward model every iteration (iterative.reward_*): leave reward_model null');
   if (c.lr_scheduler !== 'constant') no('lr_scheduler', 'an iterative run knows its optimizer steps only as pairs are drawn: use lr_scheduler constant');
   if (c.save_steps !== 0) no('save_steps', 'an iterative run checkpoints after every iteration: leave save_steps 0');
+  if (c.iterative?.comparator_generation_mode === 'centralized' && c.iterative.comparator_centralized_agent_index >= c.num_agents)
+    out.push({
+      path: ['iterative', 'comparator_centralized_agent_index'],
+      message: `${c.iterative.comparator_centralized_agent_index} is not an agent of ${c.num_agents} (0-based)`,
+    });
   if (c.iterative?.comparator_policy === 'history' && c.lora !== null)
     no('lora', 'comparator_policy history samples from saved snapshots of whole models: use full fine-tuning (lora null)');
   if (c.algorithm === 'madpo')

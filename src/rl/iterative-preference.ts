@@ -56,6 +56,20 @@ export const IterativeSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe('history: the team as it was this many iterations back (null = 1, the previous iteration; before the first: the starting team)'),
+  comparator_generation_mode: z
+    .enum(['decentralized', 'centralized'])
+    .default('decentralized')
+    .describe(
+      "how the comparator writes a joint candidate: decentralized (each agent's comparator answers its own prompt) or centralized (one comparator answers one joint prompt over every agent's prompt, the task's centralized adapter or CoMLRL's <agent_i> tags, and the answer is split per agent; an untagged answer gives every agent an empty output)",
+    ),
+  comparator_centralized_agent_index: z
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .describe(
+      'centralized: whose comparator writes the joint candidates (the team agent, comparator model or snapshot of this index; the API is asked as that agent)',
+    ),
   comparator_api_url: z
     .string()
     .url()

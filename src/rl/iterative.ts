@@ -32,10 +32,12 @@ import { LanguageModel } from '../model/pretrained.js';
 import { TextTokenizer } from '../model/tokenizer.js';
 import type { LossSample } from './agent.js';
 import { type AgentHandle, forEachAgent } from './agent-pool.js';
+import { splitRoles, TAGGED_ADAPTER } from './algorithms/centralized.js';
 import { fire } from './callbacks.js';
 import type { TrainerState } from './checkpoint.js';
 import {
   apiCompletions,
+  type ComparatorApi,
   type DriftProbe,
   type IterativeOptions,
   type IterativeState,
@@ -46,7 +48,7 @@ import {
 } from './iterative-preference.js';
 import { RewardModel, rewardModelTask, trainRewardModel } from './reward-model.js';
 import { computeReward, formatPrompt, samplingParams } from './rollout.js';
-import { type Prompt, promptText } from './task.js';
+import { type CentralAdapter, type Prompt, promptText } from './task.js';
 import { MAGRPOTrainer, type NodeSample, type TrainerOptions, type TrainOptions } from './trainer.js';
 
 export interface IterativeTrainOptions extends TrainOptions {
@@ -138,7 +140,10 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
       const texts = prompts.map(promptText);
       const team = await forEachAgent(this.agents, async (a) => (await a.sample([{ prompt: prompts[a.index], n: C }], samplingParams(c)))[0]);
       const own: Candidates = team.map((g) => g.completions.map((x) => ({ ids: x.ids, text: x.text })));
-      const other = await this.comparatorCandidates(comparator, prompts, C2, cmpRng);
+      const other =
+        it.comparator_generation_mode === 'centralized'
+          ? await this.centralizedCandidates(comparator, item, texts, C2, cmpRng)
+          : await this.comparatorCandidates(comparator, prompts, C2, cmpRng);
       const rewards = async (side: Candidates) => {
         const out: number[] = [];
         for (let k = 0; k < side[0].length; k++)
@@ -190,24 +195,34 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
     return this.agents.map((a) => LanguageModel.load(join(dir, `agent_${a.index}`, 'model')));
   }
 
+  /** The API comparator's settings from the config. */
+  private comparatorApi(): ComparatorApi {
+    const it = this.it;
+    return {
+      url: it.comparator_api_url as string,
+      format: it.comparator_api_format,
+      model: it.comparator_api_model,
+      maxNPerRequest: it.comparator_api_max_n_per_request,
+      timeoutS: it.comparator_api_timeout,
+      apiKey: it.comparator_api_key_env ? (process.env[it.comparator_api_key_env] ?? null) : null,
+      responseField: it.comparator_api_response_field,
+      extraBody: it.comparator_api_extra_body,
+    };
+  }
+
+  /** A text as agent i's token ids (text from another model or an API: its ids are not the team's). */
+  private encodeFor(i: number, text: string): { ids: number[]; text: string } {
+    return { ids: this.tokenizers[i].encode(text, { addSpecialTokens: false }), text };
+  }
+
   private async comparatorCandidates(models: LanguageModel[] | null, prompts: Prompt[], n: number, rng: Rng): Promise<Candidates> {
     const c = this.config;
     const it = this.it;
-    const encode = (i: number, text: string) => ({ ids: this.tokenizers[i].encode(text, { addSpecialTokens: false }), text });
+    const encode = (i: number, text: string) => this.encodeFor(i, text);
     if (it.comparator_policy === 'api') {
-      const api = {
-        url: it.comparator_api_url as string,
-        format: it.comparator_api_format,
-        model: it.comparator_api_model,
-        maxNPerRequest: it.comparator_api_max_n_per_request,
-        timeoutS: it.comparator_api_timeout,
-        apiKey: it.comparator_api_key_env ? (process.env[it.comparator_api_key_env] ?? null) : null,
-        responseField: it.comparator_api_response_field,
-        extraBody: it.comparator_api_extra_body,
-      };
       const sampling = { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k };
       const out: Candidates = [];
-      for (const [i, p] of prompts.entries()) out.push((await apiCompletions(api, p, n, sampling, i)).map((x) => encode(i, x)));
+      for (const [i, p] of prompts.entries()) out.push((await apiCompletions(this.comparatorApi(), p, n, sampling, i)).map((x) => encode(i, x)));
       return out;
     }
     if (models === null) {
@@ -224,6 +239,40 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
         // History snapshots share the agent's vocabulary: their sampled ids stand; another model's text is encoded.
         .map((s) => (it.comparator_policy === 'history' ? { ids: s.completionIds, text: s.text } : encode(i, s.text))),
     );
+  }
+
+  /**
+   * comparator_generation_mode centralized: the comparator of agent `comparator_centralized_agent_index`
+   * (the team's agent for current / current_copy, else its comparator model, snapshot or the API)
+   * answers one joint prompt over every agent's prompt n times (the task's centralized adapter, or
+   * CoMLRL's <agent_i> tags), and each answer is split into one output per agent, encoded with that
+   * agent's tokenizer. An answer without sections gives every agent "" (centralized MAGRPO's rule).
+   */
+  private async centralizedCandidates(models: LanguageModel[] | null, item: unknown, rolePrompts: string[], n: number, rng: Rng): Promise<Candidates> {
+    const c = this.config;
+    const it = this.it;
+    const who = it.comparator_centralized_agent_index;
+    const adapter = (this.task.centralAdapter ?? TAGGED_ADAPTER) as CentralAdapter<unknown>;
+    const joint = adapter.buildPrompt(item, rolePrompts);
+    let answers: string[];
+    if (it.comparator_policy === 'api')
+      answers = await apiCompletions(
+        this.comparatorApi(),
+        joint,
+        n,
+        { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k },
+        who,
+      );
+    else if (models === null) answers = (await this.agents[who].sample([{ prompt: joint, n }], samplingParams(c)))[0].completions.map((x) => x.text);
+    else
+      answers = models[who]
+        .sample(
+          Array.from({ length: n }, () => joint),
+          { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k, stopStrings: c.stop_strings, rng },
+        )
+        .map((s) => s.text);
+    const split = answers.map((a) => splitRoles(adapter, a, item, this.agents.length));
+    return this.agents.map((a) => split.map((roles) => this.encodeFor(a.index, roles[a.index])));
   }
 
   /** Iterative MADPO's step 4: DPO passes over `pairs`, π_ref the team as they begin. */

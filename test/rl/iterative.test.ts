@@ -175,6 +175,51 @@ describe('iterative MADPO / MARLHF end to end (tiny models)', () => {
     }
   });
 
+  it('centralized comparator generation: one joint request per candidate batch, each answer split per agent', async () => {
+    const realFetch = globalThis.fetch;
+    const prompts: string[] = [];
+    // A comparator API that answers every second candidate in <agent_i> sections ("a" for both
+    // agents: reward 1) and the others untagged (every agent "": reward 0).
+    globalThis.fetch = async (_input, init) => {
+      const body = JSON.parse(String(init?.body));
+      prompts.push(body.prompt);
+      const choices = Array.from({ length: body.n }, (_, k) => ({ index: k, text: k % 2 === 0 ? '<agent_0>a</agent_0>\n<agent_1> a </agent_1>' : 'no tags' }));
+      return new Response(JSON.stringify({ choices }), { status: 200, headers: { 'Content-Type': 'application/json' } });
+    };
+    const out = mkdtempSync(join(tmpdir(), 'iter-central-'));
+    try {
+      const { t, sink } = await run(
+        {
+          num_iterations: 2,
+          comparator_policy: 'api',
+          comparator_generation_mode: 'centralized',
+          comparator_centralized_agent_index: 1,
+          comparator_api_url: 'http://127.0.0.1:9/v1/completions',
+          comparator_api_format: 'openai_completions',
+          comparator_api_max_n_per_request: 4,
+        },
+        { output_dir: out, report_to: 'none' },
+      );
+      // 2 iterations × 3 items, C' = 6 in requests of 4 and 2: one joint prompt per item, not one per agent
+      assert.equal(prompts.length, 2 * 3 * 2);
+      assert.match(prompts[0], /Agent 0 original prompt:\ngo[\s\S]*Agent 1 original prompt:\ngo[\s\S]*<agent_1>/);
+      assert.ok(sink.series('iter/current_preference_pairs').some((p) => p.value > 0));
+      const state = JSON.parse(readFileSync(join(resolveCheckpoint(out), 'trainer_state.json'), 'utf8'));
+      const pairs = state.iterative.store.flat() as { chosen: { text: string }[]; rejected: { text: string }[] }[];
+      const texts = pairs.flatMap((p) => [p.chosen, p.rejected]).map((side) => side.map((x) => x.text).join('|'));
+      assert.ok(texts.includes('a|a'), 'a tagged answer split into each agent’s output');
+      assert.ok(texts.includes('|'), 'an untagged answer gives every agent ""');
+      await t.close();
+    } finally {
+      globalThis.fetch = realFetch;
+      rmSync(out, { recursive: true, force: true });
+    }
+    assert.match(
+      problems({ iterative: { comparator_generation_mode: 'centralized', comparator_centralized_agent_index: 2 } }).join('\n'),
+      /iterative\.comparator_centralized_agent_index: 2 is not an agent of 2/,
+    );
+  });
+
   it('history snapshots: the starting team and every iteration under output_dir/policy_checkpoints', async () => {
     const out = mkdtempSync(join(tmpdir(), 'iter-hist-'));
     try {
