@@ -372,11 +372,10 @@ TARGET_amx static void job_columns(int t, int T, void *ctx) {
 }
 
 /* Inner blocks: K split evenly into blocks of at most MAX_KC (multiples of 32), so that no short
- * last block makes a pass over C of its own (K 576 was 512 + 64: the second pass loaded and stored
- * every tile of C for 2 of its 18 tile products). Both drivers block K this way, so that the sums
- * of a product are the same whichever one runs it and however many threads: bit for bit. A B
- * panel of a 1,024-deep block (64 KB) sits in L2, with the A tiles: the micro-kernel loads both
- * from there at full speed. */
+ * last block makes a pass over C of its own (loading and storing every tile of C for a few tile
+ * products). Both drivers block K this way, so that the sums of a product are the same whichever
+ * one runs it and however many threads: bit for bit. A B panel of a 1,024-deep block (64 KB) sits
+ * in L2 with the A tiles; the micro-kernel loads both from there at full speed. */
 #define MAX_KC 1024
 static int64_t inner_block(int64_t K) {
   int64_t n = (K + MAX_KC - 1) / MAX_KC;

@@ -55,8 +55,8 @@ INLINE void softmax_block(int64_t lo, int64_t hi, const SoftmaxSpec *sp, const f
     float lane[SOFTMAX_VEC];
     for (int l = 0; l < SOFTMAX_VEC; l++) lane[l] = -INFINITY;
     /* Two loops, with and without a key mask, each without a branch (the mask byte read with the
-     * column test, not after it): the form GCC vectorises; masked_logit's short circuit kept this
-     * pass scalar, a quarter of decoding's attention. Columns past lim are within the row. */
+     * column test, not after it): the form GCC vectorises, where masked_logit's short circuit
+     * compiles to scalar code. Columns past lim are within the row. */
     if (km)
       for (int64_t j0 = 0; j0 < whole; j0 += SOFTMAX_VEC)
         for (int l = 0; l < SOFTMAX_VEC; l++) {
