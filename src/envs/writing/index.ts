@@ -63,13 +63,14 @@ export function fluencyFactor(completions: readonly string[], guard: FluencyGuar
 
 /**
  * The faithfulness guard's factor in [0, 1] for one joint action against its post (options.ts
- * faithfulness_guard): the product over agents of a ramp on content support, and of a falling
- * ramp on copied 8-word runs where given, so that text the post does not support earns nothing and
- * pasting the post is not the way to support.
+ * faithfulness_guard): the product over its agents (all by default) of a ramp on content support,
+ * and of a falling ramp on copied 8-word runs where given, so that text the post does not support
+ * earns nothing and pasting the post is not the way to support.
  */
 export function faithfulnessFactor(completions: readonly string[], post: string, guard: FaithfulnessGuard): number {
   let f = 1;
-  for (const c of completions) {
+  for (const [i, c] of completions.entries()) {
+    if (guard.agents && !guard.agents.includes(i)) continue;
     f *= ramp(contentSupport(c, post), guard.support);
     if (guard.copied) {
       const { full_at, zero_at } = guard.copied;

@@ -46,6 +46,13 @@ const faithfulnessGuard = z.strictObject({
     .refine((g) => g.zero_at > g.full_at, { message: 'zero_at must be greater than full_at', path: ['zero_at'] })
     .optional()
     .describe('also a falling ramp on copying, so that pasting the post is not the way to support'),
+  agents: z
+    .array(z.number().int().min(0).max(1))
+    .min(1)
+    .optional()
+    .describe(
+      'the agents (0-based) whose completions the guard scores (default: both); [0] scores the concise summary alone and leaves the detailed rewrite to the paper reward',
+    ),
 });
 
 export const TldrOptionsSchema = z.strictObject({

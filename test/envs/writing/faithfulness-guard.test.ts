@@ -43,6 +43,13 @@ describe('faithfulness guard (env.options.faithfulness_guard)', () => {
     assert.ok(Math.abs(faithfulnessFactor([part], POST, GUARD) - (0.75 - c) / 0.5) < 1e-12);
   });
 
+  it('scores only the agents it names', () => {
+    assert.equal(faithfulnessFactor([faithful, invented], POST, { ...GUARD, agents: [0] }), 1, 'agent 1 left to the paper reward');
+    assert.equal(faithfulnessFactor([faithful, invented], POST, { ...GUARD, agents: [1] }), 0);
+    assert.equal(faithfulnessFactor([invented, pasted], POST, { ...GUARD, agents: [0, 1] }), 0);
+    assert.throws(() => tldrEnvironment({ faithfulness_guard: { ...GUARD, agents: [2] } }), /faithfulness_guard.*agents/s);
+  });
+
   it('multiplies the training reward against the item’s post and logs its factor; off by default', async () => {
     const guarded = tldrEnvironment({ faithfulness_guard: GUARD }).task().reward as RewardFn<TldrItem>;
     const plain = tldrEnvironment().task().reward as RewardFn<TldrItem>;
