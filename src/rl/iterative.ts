@@ -210,6 +210,13 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
     };
   }
 
+  /** The comparator's sampling settings, as the API takes them, and for a local comparator model (with its RNG stream). */
+  private comparatorSampling(rng: Rng) {
+    const c = this.config;
+    const api = { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k };
+    return { api, local: { ...api, stopStrings: c.stop_strings, rng } };
+  }
+
   /** A text as agent i's token ids (text from another model or an API: its ids are not the team's). */
   private encodeFor(i: number, text: string): { ids: number[]; text: string } {
     return { ids: this.tokenizers[i].encode(text, { addSpecialTokens: false }), text };
@@ -218,26 +225,24 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
   private async comparatorCandidates(models: LanguageModel[] | null, prompts: Prompt[], n: number, rng: Rng): Promise<Candidates> {
     const c = this.config;
     const it = this.it;
-    const encode = (i: number, text: string) => this.encodeFor(i, text);
+    const sampling = this.comparatorSampling(rng);
     if (it.comparator_policy === 'api') {
-      const sampling = { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k };
       const out: Candidates = [];
-      for (const [i, p] of prompts.entries()) out.push((await apiCompletions(this.comparatorApi(), p, n, sampling, i)).map((x) => encode(i, x)));
+      for (const [i, p] of prompts.entries()) out.push((await apiCompletions(this.comparatorApi(), p, n, sampling.api, i)).map((x) => this.encodeFor(i, x)));
       return out;
     }
     if (models === null) {
       const groups = await forEachAgent(this.agents, async (a) => (await a.sample([{ prompt: prompts[a.index], n }], samplingParams(c)))[0]);
       return groups.map((g) => g.completions.map((x) => ({ ids: x.ids, text: x.text })));
     }
-    const opts = { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k, stopStrings: c.stop_strings, rng };
     return models.map((lm, i) =>
       lm
         .sample(
           Array.from({ length: n }, () => prompts[i]),
-          opts,
+          sampling.local,
         )
         // History snapshots share the agent's vocabulary: their sampled ids stand; another model's text is encoded.
-        .map((s) => (it.comparator_policy === 'history' ? { ids: s.completionIds, text: s.text } : encode(i, s.text))),
+        .map((s) => (it.comparator_policy === 'history' ? { ids: s.completionIds, text: s.text } : this.encodeFor(i, s.text))),
     );
   }
 
@@ -254,21 +259,15 @@ export class IterativePreferenceTrainer<Item> extends MAGRPOTrainer<Item> {
     const who = it.comparator_centralized_agent_index;
     const adapter = (this.task.centralAdapter ?? TAGGED_ADAPTER) as CentralAdapter<unknown>;
     const joint = adapter.buildPrompt(item, rolePrompts);
+    const sampling = this.comparatorSampling(rng);
     let answers: string[];
-    if (it.comparator_policy === 'api')
-      answers = await apiCompletions(
-        this.comparatorApi(),
-        joint,
-        n,
-        { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k },
-        who,
-      );
+    if (it.comparator_policy === 'api') answers = await apiCompletions(this.comparatorApi(), joint, n, sampling.api, who);
     else if (models === null) answers = (await this.agents[who].sample([{ prompt: joint, n }], samplingParams(c)))[0].completions.map((x) => x.text);
     else
       answers = models[who]
         .sample(
           Array.from({ length: n }, () => joint),
-          { maxNewTokens: c.max_new_tokens, temperature: c.temperature, topP: c.top_p, topK: c.top_k, stopStrings: c.stop_strings, rng },
+          sampling.local,
         )
         .map((s) => s.text);
     const split = answers.map((a) => splitRoles(adapter, a, item, this.agents.length));
