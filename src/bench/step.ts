@@ -1,7 +1,7 @@
 /**
  * `magrpo bench --step`: where the time of one MAGRPO training step goes, on a real model's shape.
  *
- * The trainer's own `trainStep` runs on SmolLM2-135M-Instruct's shape with random weights (written
+ * The trainer's own `train` loop runs on SmolLM2-135M-Instruct's shape with random weights (written
  * to a temporary folder with a word-level tokenizer over its 49,152 ids, so a prompt of P words is
  * P tokens), or on the model given with `--model <folder or .gguf>`. The default work is the
  * issue's: 2 agents, LoRA r 16 (alpha 32) on all seven projections, G = 4 completions of 64 new
@@ -9,7 +9,9 @@
  * (an update every second item), fluency metrics on (each agent's frozen reference copy scores its
  * completions), the config's default sampling (temperature 0.6, top-k 50, top-p 0.6). Untimed
  * warm-up items first (default 2: one update, so the first AdamW step and the buffer pools' growth
- * are not timed), then the timed items (default 2).
+ * are not timed), then the timed items (default 2); with the trainer's sampling window both items
+ * of a buffer are sampled in one batch (MAGRPO_ITEM_WINDOW=0: one by one), so the item counts
+ * should be multiples of rollout_buffer_size.
  *
  * Every figure is per item. Phases (engine/profile.ts): sampling's prefill and decode, the
  * reference's scoring, the update's forward, backward and optimizer; each with the time spent in
@@ -104,7 +106,7 @@ export interface StepBenchReport {
   command: string;
   date: string;
   machine: { cpu: string; logical_cpus: number };
-  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number; shared_prefill: boolean; team_decode?: boolean };
+  settings: Omit<StepBenchSettings, 'shape'> & { shape: string; params: number; shared_prefill: boolean; team_decode?: boolean; item_window?: boolean };
   load_average: { before: number[]; after: number[] };
   /** Wall seconds of each timed item. */
   item_s: number[];
@@ -208,10 +210,23 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
   if (random) log(`writing random weights of ${s.shape.num_hidden_layers} layers, hidden ${s.shape.hidden_size} to a temporary folder`);
   const dir = s.model ?? writeRandomModel(s.shape);
   try {
-    const items = s.tldr ? s.tldr.map((prompts) => ({ prompts })) : makePrompts(s, dir, random, s.warmupItems + s.items);
+    // One item more than is run: the timed items end with a stop, not with the epoch's closing drain.
+    const items = s.tldr ? s.tldr.map((prompts) => ({ prompts })) : makePrompts(s, dir, random, s.warmupItems + s.items + 1);
     if (items.length < s.warmupItems + s.items) throw new Error(`${items.length} items given, need ${s.warmupItems + s.items}`);
     const rewardMeans: number[] = [];
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    const cpuMs = () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    };
+    // Item boundaries as the trainer reports them: with a sampling window the first item of each
+    // window carries the whole window's sampling, so only whole windows compare.
+    let mark = { wall: 0, cpu: 0 };
+    const itemMs: number[] = [];
+    const itemCpuMs: number[] = [];
+    let timing = false;
+    let promptTokens = 0;
+    let completionTokens = 0;
     const trainer = new MAGRPOTrainer<Item>({
       task: {
         name: 'bench-step',
@@ -232,37 +247,34 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
         lora: { r: s.loraRank, alpha: 2 * s.loraRank, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] },
         eval_interval: 0,
       },
-    });
-    const first = trainer.agents[0];
-    const params = first instanceof LocalAgent ? first.agent.lm.model.numParams() : 0;
-    try {
-      for (let i = 0; i < s.warmupItems; i++) {
-        log(`warm-up item ${i + 1}/${s.warmupItems}`);
-        rewardMeans.push(mean((await trainer.trainStep(items[i], i)).rewards));
-      }
-      takePhases();
-      const timedOnly = resetPeakRss();
-      const k0 = kernelClock();
-      const itemMs: number[] = [];
-      const itemCpuMs: number[] = [];
-      const cpuMs = () => {
-        const u = process.cpuUsage();
-        return (u.user + u.system) / 1000;
-      };
-      let promptTokens = 0;
-      let completionTokens = 0;
-      for (let i = s.warmupItems; i < s.warmupItems + s.items; i++) {
-        log(`timed item ${i - s.warmupItems + 1}/${s.items}`);
-        const [t0, c0] = [performance.now(), cpuMs()];
-        const root = await trainer.trainStep(items[i], i);
-        itemMs.push(performance.now() - t0);
-        itemCpuMs.push(cpuMs() - c0);
+      onTree: ({ root }) => {
         rewardMeans.push(mean(root.rewards));
+        if (!timing) return;
         for (const g of root.groups) {
           promptTokens += g.promptIds.length / root.groups.length;
           for (const c of g.completions) completionTokens += c.ids.length;
         }
-      }
+      },
+      onItem: () => {
+        if (!timing) return;
+        const now = { wall: performance.now(), cpu: cpuMs() };
+        itemMs.push(now.wall - mark.wall);
+        itemCpuMs.push(now.cpu - mark.cpu);
+        mark = now;
+      },
+    });
+    const first = trainer.agents[0];
+    const params = first instanceof LocalAgent ? first.agent.lm.model.numParams() : 0;
+    try {
+      log(`${s.warmupItems} warm-up item(s)`);
+      await trainer.train({ maxItems: s.warmupItems });
+      takePhases();
+      const timedOnly = resetPeakRss();
+      const k0 = kernelClock();
+      log(`${s.items} timed item(s)`);
+      timing = true;
+      mark = { wall: performance.now(), cpu: cpuMs() };
+      await trainer.train({ maxItems: s.warmupItems + s.items });
       const phases = takePhases();
       const totalMs = itemMs.reduce((a, b) => a + b, 0);
       const kernelMs = kernelClock() - k0;
@@ -276,6 +288,7 @@ export async function measureStep(s: StepBenchSettings, log: (m: string) => void
           params,
           shared_prefill: process.env.MAGRPO_SHARED_PREFILL !== '0',
           team_decode: process.env.MAGRPO_TEAM_DECODE !== '0',
+          item_window: process.env.MAGRPO_ITEM_WINDOW !== '0',
         },
         load_average: { before: loadBefore, after: loadavg() },
         item_s: itemMs.map((ms) => ms / 1000),
@@ -328,7 +341,7 @@ export function formatStep(r: StepBenchReport): string {
   const lines = [
     `MAGRPO step profile: ${s.model ?? s.shape} (${(s.params / 1e6).toFixed(1)} M parameters), ${s.agents} agents, LoRA r ${s.loraRank} on all seven projections,`,
     `G ${s.group} × ${s.newTokens} new tokens per agent, prompts of ${r.tokens.prompt.toFixed(0)} tokens, rollout_buffer_size ${s.bufferSize}; ${s.threads} thread(s);`,
-    `${s.items} timed item(s) after ${s.warmupItems} warm-up; precision ${s.precision ?? 'fp32'}; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; agents decode ${s.team_decode === false ? 'one after another (MAGRPO_TEAM_DECODE=0)' : 'together'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
+    `${s.items} timed item(s) after ${s.warmupItems} warm-up; precision ${s.precision ?? 'fp32'}; shared prefill ${s.shared_prefill ? 'on' : 'off (MAGRPO_SHARED_PREFILL=0)'}; agents decode ${s.team_decode === false ? 'one after another (MAGRPO_TEAM_DECODE=0)' : 'together'}; a buffer's items sampled ${s.item_window === false ? 'one by one (MAGRPO_ITEM_WINDOW=0)' : 'together'}; load average ${r.load_average.before[0].toFixed(1)} → ${r.load_average.after[0].toFixed(1)}`,
     '',
     '| phase | calls | s / item | share | in kernels s | outside kernels s |',
     '| --- | --- | --- | --- | --- | --- |',

@@ -13,6 +13,7 @@ import { writeFileAtomic } from '../model/atomic-write.js';
 import type { AgentHandle } from './agent-pool.js';
 import type { MagrpoConfig } from './config.js';
 import type { IterativeState } from './iterative-preference.js';
+import type { TreeNode } from './rollout.js';
 
 export const CHECKPOINT_VERSION = 1;
 const STATE_FILE = 'trainer_state.json';
@@ -45,6 +46,11 @@ export interface TrainerState<Sample> {
   skipped: number;
   /** Iterative runs (rl/iterative.ts): iterations done, every iteration's pairs, the drift probe; absent otherwise. */
   iterative?: IterativeState;
+  /**
+   * Trees of the sampling window already sampled and scored but not trained on: [item index in
+   * this epoch, tree]. Absent when none is (a checkpoint between windows, or an older magrpo's).
+   */
+  ahead?: [number, TreeNode][];
 }
 
 /** Every field of trainer_state.json: a resume restores each one, so a state without one cannot resume exactly. */
@@ -62,7 +68,7 @@ const STATE_FIELDS = Object.keys({
   uniformItems: 0,
   unbuffered: 0,
   skipped: 0,
-} satisfies Record<Exclude<keyof TrainerState<unknown>, 'iterative'>, 0>);
+} satisfies Record<Exclude<keyof TrainerState<unknown>, 'iterative' | 'ahead'>, 0>);
 
 /** A checkpoint that could not be written or read; names the folder and says what survives. */
 export class CheckpointWriteError extends Error {

@@ -3,9 +3,9 @@
  * its prompt; joint actions (aligned: G, cross: G^N) are scored by the joint reward; unless the
  * node terminates early, each joint action's transition spawns a child node at the next turn.
  *
- * All nodes of one turn are sampled together (one batch per agent), which is much faster on CPU
- * than the reference's depth-first recursion; env steps are then numbered in depth-first
- * pre-order, exactly as the reference numbers them.
+ * All nodes of one turn are sampled together (one batch per agent; buildTrees: of several items),
+ * which is much faster on CPU than the reference's depth-first recursion; env steps are then
+ * numbered in depth-first pre-order, exactly as the reference numbers them.
  */
 
 import { jointIndices, jointReturns, mean } from './advantage.js';
@@ -123,29 +123,51 @@ async function settle<T>(task: Pick<Task<unknown>, 'callbackTimeoutSeconds'>, na
 
 /** Builds and scores the whole tree of one item; returns the root. */
 export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, envStepBefore: number, timings: RolloutTimings): Promise<TreeNode> {
+  const [root] = await buildTrees(ctx, [{ item, itemIndex: ctx.itemIndex }], envStepBefore, timings);
+  return root;
+}
+
+/**
+ * The trees of several items built together: each turn's nodes of every item are sampled in one
+ * batch per agent (so a decode step reads the weights once for all of them), then scored and
+ * expanded item by item. The caller guarantees that no weight changes between the items (the
+ * trainer's sampling window). Env steps are numbered item after item, as if each tree had been
+ * built alone after the one before it. Returns the roots in `items` order.
+ */
+export async function buildTrees<Item>(
+  ctx: RolloutContext<Item>,
+  items: readonly { item: Item; itemIndex: number }[],
+  envStepBefore: number,
+  timings: RolloutTimings,
+): Promise<TreeNode[]> {
   const { config } = ctx;
   const N = ctx.agents.length;
   const G = config.num_generations;
   const joint = jointIndices(config.joint_mode, N, G);
   const empty = () => Array.from({ length: N }, () => [] as string[]);
-  let level: TreeNode[] = [newNode(0, new Array<string | null>(N).fill(null), empty(), empty())];
-  const root = level[0];
+  const ctxs = items.map((it) => ({ ...ctx, itemIndex: it.itemIndex }));
+  // Each level: the nodes of item k at this turn.
+  let level: TreeNode[][] = items.map((_, k) => [newNode(k, 0, new Array<string | null>(N).fill(null), empty(), empty())]);
+  const roots = level.map((nodes) => nodes[0]);
 
-  for (let turn = 0; level.length > 0; turn++) {
+  for (let turn = 0; level.some((nodes) => nodes.length > 0); turn++) {
     let t0 = performance.now();
-    await sampleLevel(ctx, item, level);
+    await sampleLevel(ctx, level.flat());
     timings.sampling += performance.now() - t0;
     t0 = performance.now();
-    await Promise.all(level.map((node) => scoreNode(ctx, item, node, joint)));
+    await Promise.all(level.flatMap((nodes, k) => nodes.map((node) => scoreNode(ctxs[k], items[k].item, node, joint))));
     timings.reward += performance.now() - t0;
     if (turn === config.num_turns - 1) break;
-    level = await expandLevel(ctx, item, level);
+    const next: TreeNode[][] = [];
+    for (const [k, nodes] of level.entries()) next.push(await expandLevel(k, nodes));
+    level = next;
   }
-  numberEnvSteps(root, envStepBefore);
-  return root;
+  let step = envStepBefore;
+  for (const root of roots) step = numberEnvSteps(root, step);
+  return roots;
 
-  function newNode(t: number, raw: (string | null)[], ph: string[][], rh: string[][]): TreeNode {
-    const groups = raw.map((r, i) => ({ prompt: formatPrompt(ctx, i, item, r), promptIds: [], completions: [] }) as SampledGroup);
+  function newNode(k: number, t: number, raw: (string | null)[], ph: string[][], rh: string[][]): TreeNode {
+    const groups = raw.map((r, i) => ({ prompt: formatPrompt(ctxs[k], i, items[k].item, r), promptIds: [], completions: [] }) as SampledGroup);
     return {
       turn: t,
       rawPrompts: groups.map((g, i) => raw[i] ?? promptText(g.prompt)),
@@ -161,10 +183,10 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
     };
   }
 
-  async function expandLevel(c: RolloutContext<Item>, it: Item, nodes: TreeNode[]): Promise<TreeNode[]> {
+  async function expandLevel(k: number, nodes: TreeNode[]): Promise<TreeNode[]> {
     const next: TreeNode[] = [];
     for (const node of nodes) {
-      const threshold = c.config.early_termination_threshold;
+      const threshold = config.early_termination_threshold;
       if (threshold !== null && mean(node.rewards) > threshold) {
         node.children = node.joint.map(() => null);
         continue;
@@ -174,8 +196,8 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
           const completions = idx.map((g, i) => node.groups[i].completions[g].text);
           const ph = node.promptHistory.map((h, i) => [...h, node.rawPrompts[i]]);
           const rh = node.responseHistory.map((h, i) => [...h, completions[i]]);
-          const prompts = await callTransition(c, it, node.turn, completions, ph, rh);
-          return newNode(node.turn + 1, prompts, ph, rh);
+          const prompts = await callTransition(ctxs[k], items[k].item, node.turn, completions, ph, rh);
+          return newNode(k, node.turn + 1, prompts, ph, rh);
         }),
       );
       next.push(...(node.children as TreeNode[]));
@@ -185,7 +207,7 @@ export async function buildTree<Item>(ctx: RolloutContext<Item>, item: Item, env
 }
 
 /** One batched sampling call per agent for all nodes of a level (agents run concurrently). */
-async function sampleLevel<Item>(ctx: RolloutContext<Item>, _item: Item, nodes: TreeNode[]): Promise<void> {
+async function sampleLevel<Item>(ctx: RolloutContext<Item>, nodes: TreeNode[]): Promise<void> {
   const G = ctx.config.num_generations;
   const params = samplingParams(ctx.config);
   const results = await sampleEach(ctx.agents, (a) => nodes.map((n) => ({ prompt: n.groups[a.index].prompt, n: G })), params);

@@ -4,7 +4,8 @@
  * Online (the MAGRPO family), per training item (docs/algorithms.md "The rollout tree, returns and
  * buffers"; the samples' returns, KL shaping and advantages: "The update, equation by equation"):
  *
- *   tree    = buildTree(item)                      rollout.ts
+ *   tree    = buildTree(item)                      rollout.ts (in train(), the items up to the
+ *                                                  next drain are sampled in one batch: sampleWindow)
  *   R       = computeReturns(tree, γ)              rollout.ts
  *   samples = nodeSamples(tree)                    per agent i, node n: the algorithm's samples
  *   for each env step s (ascending): buffers += samples at s; drain full buffers
@@ -30,7 +31,7 @@ import { evaluate } from './evaluate.js';
 import { FluencyMonitor, type GroupFluency, groupFluency, meanFluency } from './fluency-monitor.js';
 import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.js';
 import { RewardModel, rewardModelTask } from './reward-model.js';
-import { buildTree, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
+import { buildTrees, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { rolloutSpec } from './sampler.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
 import { TensorBoardSink } from './tensorboard.js';
@@ -116,6 +117,8 @@ export class MAGRPOTrainer<Item> {
   private skipped = 0;
   /** Offline training: the trainer RNG as the current pass over the samples began (null between passes). */
   private passRng: RngState | null = null;
+  /** Trees of the current sampling window not trained on yet: item index (this epoch) → scored tree. */
+  private ahead = new Map<number, TreeNode>();
 
   constructor(protected readonly opts: TrainerOptions<Item>) {
     this.callbacks = opts.callbacks ?? [];
@@ -241,7 +244,10 @@ export class MAGRPOTrainer<Item> {
         if (this.stopRequested || (o.maxItems !== undefined && this.items >= o.maxItems)) return this.stopEarly(lastEval);
         if (c.eval_interval > 0 && this.index % c.eval_interval === 0 && this.task.evalDataset?.length) lastEval = await this.evaluate();
         if (this.sitsOut(this.index)) this.skipped++;
-        else await this.trainStep(data[this.index], this.index);
+        else {
+          if (!this.ahead.has(this.index)) await this.sampleWindow(this.index);
+          await this.trainStep(data[this.index], this.index);
+        }
         // Skipped items count too: `items` is the position in the schedule (progress, save_steps, maxItems).
         this.items++;
         // Model work is synchronous: let signals (Ctrl-C) and the dashboard's requests through.
@@ -391,20 +397,58 @@ export class MAGRPOTrainer<Item> {
     return root;
   }
 
-  /** The scored rollout tree of one item, its returns computed; the env step moves past it. */
+  /**
+   * The scored rollout tree of one item, its returns computed; the env step moves past it. The
+   * tree comes from the sampling window when one holds it (train()), else it is sampled here.
+   */
   private async scoredTree(item: Item, itemIndex: number): Promise<TreeNode> {
-    const times = { sampling: 0, reward: 0 };
-    const root = await buildTree({ ...this.rolloutCtx, itemIndex }, item, this.envStep, times);
+    const ahead = this.ahead.get(itemIndex);
+    this.ahead.delete(itemIndex);
+    const root = ahead ?? (await this.sampleTrees([{ item, itemIndex }]))[0];
     // Critic models do not change while a tree is built: valuing it afterwards gives V_old.
     this.critics?.attach(root);
     computeReturns(root, this.config.discount);
     this.envStep = lastEnvStep(root);
     this.opts.onTree?.({ itemIndex, envStep: this.envStep, root });
     await fire(this.callbacks, 'onTree', { itemIndex, envStep: this.envStep, root });
+    return root;
+  }
+
+  /** Rollout trees of `entries`, sampled together, env steps numbered on from the current one. */
+  private async sampleTrees(entries: readonly { item: Item; itemIndex: number }[]): Promise<TreeNode[]> {
+    const times = { sampling: 0, reward: 0 };
+    const roots = await buildTrees(this.rolloutCtx, entries, this.envStep, times);
     this.timing.sampling += times.sampling;
     this.timing.reward += times.reward;
-    this.timing.items++;
-    return root;
+    this.timing.items += roots.length;
+    return roots;
+  }
+
+  /**
+   * Samples the trees of item `index` and of the items after it that the same weights sample: a
+   * drain changes the weights, so the window ends with the item whose samples could fill a
+   * buffer (counting every node of a full tree, none dropped). Decoding them in one batch reads
+   * the weights once per token step for all of them. Items that sit out end the window, as do the
+   * epoch's end and WINDOW_SEQUENCES per agent; a stop (maxItems, requestStop) does not: which
+   * items share a batch, and so every sample, is the same however the run is cut. Each tree is
+   * trained on when its item comes (scoredTree); a checkpoint in between keeps the rest
+   * (TrainerState.ahead), so a resume trains on the very same samples.
+   */
+  private async sampleWindow(index: number): Promise<void> {
+    const c = this.config;
+    const data = this.task.dataset;
+    const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
+    let nodes = 0;
+    for (let t = 0; t < c.num_turns; t++) nodes += K ** t;
+    const perItem = nodes * (this.algorithm.samplesPerNode?.(c) ?? 1);
+    const held = Math.max(...this.buffers.map((b) => b.length));
+    const widestLevel = c.num_generations * K ** (c.num_turns - 1);
+    let size = itemWindow ? 1 + Math.max(0, Math.floor((c.rollout_buffer_size - 1 - held) / perItem)) : 1;
+    size = Math.min(size, Math.max(1, Math.floor(WINDOW_SEQUENCES / widestLevel)));
+    const entries: { item: Item; itemIndex: number }[] = [];
+    for (let j = index; j < data.length && entries.length < size && (j === index || !this.sitsOut(j)); j++) entries.push({ item: data[j], itemIndex: j });
+    const roots = await this.sampleTrees(entries);
+    for (const [k, root] of roots.entries()) this.ahead.set(entries[k].itemIndex, root);
   }
 
   /**
@@ -577,6 +621,7 @@ export class MAGRPOTrainer<Item> {
       uniformItems: [...this.uniformItems],
       unbuffered: this.unbuffered,
       skipped: this.skipped,
+      ...(this.ahead.size ? { ahead: [...this.ahead] } : {}),
       ...this.extraState(),
     };
     const dir = await saveCheckpoint(this.config.output_dir as string, state, this.withCritics(), this.config.save_total_limit);
@@ -595,6 +640,7 @@ export class MAGRPOTrainer<Item> {
     this.uniformItems = new Map(s.uniformItems);
     this.unbuffered = s.unbuffered;
     this.skipped = s.skipped;
+    this.ahead = new Map(s.ahead ?? []);
     this.restoreExtra(s);
     this.rng.setState(s.rng);
     this.logger.lastLogged = s.lastLogged;
@@ -619,6 +665,17 @@ export class MAGRPOTrainer<Item> {
     await this.learnerProcess?.close();
     await this.logger.close();
   }
+}
+
+/** Most sequences one agent samples in one sampling window (the window's widest level). */
+const WINDOW_SEQUENCES = 64;
+
+// MAGRPO_ITEM_WINDOW=0 samples every item alone (A/B benchmarks).
+let itemWindow = process.env.MAGRPO_ITEM_WINDOW !== '0';
+
+/** Turns the trainer's sampling windows (several items in one batch) off or on again, for comparisons and tests. */
+export function setItemWindow(on: boolean): void {
+  itemWindow = on;
 }
 
 /** The metric writers `report_to` asks for, in output_dir (none without one). */

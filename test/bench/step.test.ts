@@ -36,14 +36,16 @@ describe('bench --step', () => {
   });
 
   it('profiles warm-up and timed items of a tiny random model: every phase, kernel time, rows adding up', { timeout: 120_000 }, async () => {
-    const settings = { ...stepSettings({ threads: 1, warmup: 1, items: 2 }), shape: TINY, newTokens: 4, promptTokens: 12, group: 2, loraRank: 2 };
+    const settings = { ...stepSettings({ threads: 1, warmup: 2, items: 2 }), shape: TINY, newTokens: 4, promptTokens: 12, group: 2, loraRank: 2 };
     const r = await measureStep(settings);
     const phases = r.rows.map((x) => x.phase);
     assert.deepEqual(phases, [...STEP_PHASES.filter((p) => p !== 'score/rescore'), 'other', 'step']);
     const byName = Object.fromEntries(r.rows.map((x) => [x.phase, x]));
-    // Per item one prefill (the G copies share it) and one decode call for both agents (they share
-    // their base model: one batch); one update every second item.
-    assert.equal(byName['sample/prefill'].calls, 2);
+    // One prefill (the G copies of a prompt share it) and one decode loop for both items of the
+    // buffer and both agents (they share their base model: one batch); one update of each agent
+    // after the second item.
+    assert.equal(byName['sample/prefill'].calls, 1);
+    assert.equal(byName['sample/decode'].calls, 1);
     assert.equal(byName['update/optimizer'].calls, 2);
     for (const x of r.rows.filter((y) => y.phase !== 'other')) {
       assert.ok(x.s > 0 && x.kernel_s > 0 && x.kernel_s <= x.s + 1e-9, `${x.phase}: ${x.kernel_s} s of ${x.s} s in kernels`);
@@ -56,13 +58,13 @@ describe('bench --step', () => {
     assert.ok((r.item_cpu_s ?? []).every((x) => x > 0));
     assert.equal(r.tokens.prompt, 12);
     assert.ok(r.tokens.completion > 0 && r.tokens.completion <= 2 * 2 * 4);
-    assert.ok(r.settings.params > 4000 && r.settings.shared_prefill && r.settings.team_decode);
+    assert.ok(r.settings.params > 4000 && r.settings.shared_prefill && r.settings.team_decode && r.settings.item_window);
     if (process.platform === 'linux') assert.ok((r.peak_rss_mb ?? 0) > 10);
     const text = formatStep(r);
     assert.match(text, /2 agents, LoRA r 2 on all seven projections/);
     assert.match(text, /G 2 × 4 new tokens per agent, prompts of 12 tokens, rollout_buffer_size 2/);
-    assert.match(text, /^\| sample\/decode \| 2 \| /m);
-    assert.match(text, /agents decode together/);
+    assert.match(text, /^\| sample\/decode \| 1 \| /m);
+    assert.match(text, /agents decode together; a buffer's items sampled together/);
     assert.match(text, /peak RSS \d+ MB/);
   });
 });

@@ -8,8 +8,9 @@ import { setBackend } from '../../src/engine/runtime.js';
 import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import type { TreeNode } from '../../src/rl/rollout.js';
+import { LocalSampler } from '../../src/rl/sampler.js';
 import type { Task } from '../../src/rl/task.js';
-import { MAGRPOTrainer } from '../../src/rl/trainer.js';
+import { MAGRPOTrainer, setItemWindow } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 import { agentWeights, assertSameWeights, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
 
@@ -227,6 +228,93 @@ describe('checkpoints and resume', () => {
       );
       const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
+      assert.equal(resumed.envStep, full.envStep);
+      assertSameWeights(full, resumed);
+      await full.close();
+      await resumed.close();
+    } finally {
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sampling windows (the items up to the next drain, sampled in one batch)', () => {
+  const task: Task<Item> = { ...sameWord, dataset: Array.from({ length: 7 }, (_, i) => ({ prompt: `go ${'abc'[i % 3]}` })) };
+  const config: MagrpoConfigInput = { ...base, max_new_tokens: 3, num_generations: 2, agent_learning_rate: 0.01, rollout_buffer_size: 3, num_train_epochs: 1 };
+  /** Rows of every sampling batch of agent 0 while `f` runs (agents on their own full models sample apart). */
+  const batches = async (f: () => Promise<void>): Promise<number[]> => {
+    const calls: { sampler: LocalSampler; rows: number }[] = [];
+    const generate = LocalSampler.prototype.generate;
+    LocalSampler.prototype.generate = function (requests, params) {
+      calls.push({ sampler: this, rows: requests.reduce((n, r) => n + r.n, 0) });
+      return generate.call(this, requests, params);
+    };
+    try {
+      await f();
+    } finally {
+      LocalSampler.prototype.generate = generate;
+    }
+    // Agents sample in index order, so the first sampler called is agent 0's.
+    return calls.filter((c) => c.sampler === calls[0]?.sampler).map((c) => c.rows);
+  };
+  /** Each item's completions, in the order the trainer trains on them. */
+  const completionsOf = (trees: { itemIndex: number; root: TreeNode }[]) =>
+    trees.map(({ itemIndex, root }) => [itemIndex, root.groups.map((g) => g.completions.map((c) => c.text))]);
+
+  it('rollout_buffer_size 3: three items per batch, then the drain; MAGRPO_ITEM_WINDOW=0 samples each alone', async () => {
+    const run = async () => {
+      const t = new MAGRPOTrainer({ task, model: dir, config });
+      await t.train();
+      await t.close();
+    };
+    assert.deepEqual(await batches(run), [6, 6, 2], 'items 0–2, 3–5, then 6 alone (the epoch ends)');
+    setItemWindow(false);
+    try {
+      assert.deepEqual(await batches(run), [2, 2, 2, 2, 2, 2, 2]);
+    } finally {
+      setItemWindow(true);
+    }
+  });
+
+  it('a window ends before the item whose samples could fill a buffer', async () => {
+    // Two turns, G = 2, aligned: 3 nodes per item. Buffers of 3: each item fills them alone. Buffers of
+    // 4: items 0 and 1 (the drain comes inside item 1, after its tree is built), then item 2 alone.
+    const twoTurns: Task<Item> = { ...task, transition: ({ completions }) => completions.map((c) => `go ${c}`) };
+    const rows = (buffer: number) =>
+      batches(async () => {
+        const t = new MAGRPOTrainer({
+          task: { ...twoTurns, dataset: twoTurns.dataset.slice(0, 3) },
+          model: dir,
+          config: { ...config, num_turns: 2, rollout_buffer_size: buffer },
+        });
+        await t.train();
+        await t.close();
+      });
+    assert.deepEqual(await rows(3), [2, 4, 2, 4, 2, 4], 'every item alone: its first turn, then its two children');
+    assert.deepEqual(await rows(4), [4, 8, 2, 4]);
+  });
+
+  it('a run stopped inside a window keeps the window in its checkpoint and resumes on the same samples', async () => {
+    const [a, b] = [tmp(), tmp()];
+    try {
+      const whole: { itemIndex: number; root: TreeNode }[] = [];
+      const full = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: a }, onTree: (p) => whole.push(p) });
+      await full.train();
+      const parts: { itemIndex: number; root: TreeNode }[] = [];
+      const first = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b }, onTree: (p) => parts.push(p) });
+      await first.train({ maxItems: 4 }); // items 3–5 were sampled together; only item 3 was trained on
+      await first.close();
+      const state = JSON.parse(readFileSync(join(b, 'checkpoints', 'step-000004', 'trainer_state.json'), 'utf8'));
+      assert.deepEqual(
+        state.ahead.map(([i]: [number]) => i),
+        [4, 5],
+        "the checkpoint holds the window's untrained trees",
+      );
+      const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b }, onTree: (p) => parts.push(p) });
+      const rows = await batches(() => resumed.train({ resumeFrom: b }).then(() => {}));
+      assert.deepEqual(rows, [2], 'items 4 and 5 come from the checkpoint; only item 6 is sampled');
+      assert.deepEqual(completionsOf(parts), completionsOf(whole));
       assert.equal(resumed.envStep, full.envStep);
       assertSameWeights(full, resumed);
       await full.close();
