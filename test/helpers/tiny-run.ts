@@ -76,3 +76,11 @@ export function assertSameWeights(a: MAGRPOTrainer<Item>, b: MAGRPOTrainer<Item>
     for (const [k, v] of agentWeights(a, i)) assert.deepEqual(v, wb.get(k), `agent ${i} ${k}`);
   }
 }
+
+/** A resumed run ended where the uninterrupted one did: the same env step, the same weights bit for bit. Closes both. */
+export async function assertResumedSame(full: MAGRPOTrainer<Item>, resumed: MAGRPOTrainer<Item>): Promise<void> {
+  assert.equal(resumed.envStep, full.envStep);
+  assertSameWeights(full, resumed);
+  await full.close();
+  await resumed.close();
+}

@@ -207,25 +207,27 @@ describe('llamaDecodeStep (one decode step in one call)', () => {
   });
 
   it("reads a group's shared keys from the row kvRows names: the same logits where the copies agree, that row's where they do not", () => {
-    for (const [D, bf16] of [
-      [6, false], // the portable attention loop
-      [64, true], // heads of 64: the AVX-512 kernel where there is one
+    for (const [D, bf16, len, shared] of [
+      [6, false, 7, 5], // the portable attention loop
+      [64, true, 7, 5], // heads of 64: the AVX-512 kernel where there is one
+      [64, false, 70, 45], // 71 keys: blocks of 16 keys and 32 values, the last ones partial
     ] as const) {
-      const d0 = dimsOf(6, 2, 7, bf16);
-      const d = { ...d0, D, dims: d0.dims.slice() };
+      const d0 = dimsOf(6, 2, len, bf16);
+      const d = { ...d0, D, Smax: Math.max(d0.Smax, len + 2), dims: d0.dims.slice() };
       d.dims[5] = D;
+      d.dims[8] = d.Smax;
       const m = model(d, false);
       const row = d.Smax * d.Hkv * d.D;
-      // Rows 0-2 and 3-5 are two groups; each row's first 5 positions are copies of its group's first row's.
+      // Rows 0-2 and 3-5 are two groups; each row's first `shared` positions are copies of its group's first row's.
       const caches = Array.from({ length: 2 * d.L }, () => {
         const c = uniform(d.R * row);
-        for (const r of [1, 2, 4, 5]) c.copyWithin(r * row, (r < 3 ? 0 : 3) * row, (r < 3 ? 0 : 3) * row + 5 * d.Hkv * d.D);
+        for (const r of [1, 2, 4, 5]) c.copyWithin(r * row, (r < 3 ? 0 : 3) * row, (r < 3 ? 0 : 3) * row + shared * d.Hkv * d.D);
         return c;
       });
       const keyMask = new Uint8Array(d.R * d.Smax).fill(1);
       const ids = ints(d.R, 0, d.V);
-      const positions = Int32Array.from({ length: d.R }, () => 7);
-      const [cos, sin] = [uniform(20 * (D / 2)), uniform(20 * (D / 2))];
+      const positions = Int32Array.from({ length: d.R }, () => len);
+      const [cos, sin] = [uniform((len + 8) * (D / 2)), uniform((len + 8) * (D / 2))];
       const weights = packed(nat, m, bf16);
       const run = (cs: Float32Array[], kvRows: Int32Array | null, shared: number) => {
         const logits = new Float32Array(d.R * d.V);
@@ -248,19 +250,19 @@ describe('llamaDecodeStep (one decode step in one call)', () => {
       };
       const kvRows = Int32Array.of(0, 0, 0, 3, 3, 3);
       const plain = run(caches, null, 0);
-      assert.deepEqual(run(caches, kvRows, 5), plain, `D ${D}: copies that agree give the same logits, bit for bit`);
+      assert.deepEqual(run(caches, kvRows, shared), plain, `D ${D}: copies that agree give the same logits, bit for bit`);
       // Row 4's copy made different: read through kvRows it does not count; read as its own, it does.
       const broken = caches.map((c) => {
         const b = c.slice();
-        for (let i = 4 * row; i < 4 * row + 5 * d.Hkv * d.D; i++) b[i] += 0.5;
+        for (let i = 4 * row; i < 4 * row + shared * d.Hkv * d.D; i++) b[i] += 0.5;
         return b;
       });
       const V = d.V;
-      assert.deepEqual(run(broken, kvRows, 5).subarray(4 * V, 5 * V), plain.subarray(4 * V, 5 * V), `D ${D}: row 4 read row 3's copy`);
+      assert.deepEqual(run(broken, kvRows, shared).subarray(4 * V, 5 * V), plain.subarray(4 * V, 5 * V), `D ${D}: row 4 read row 3's copy`);
       assert.notDeepEqual(run(broken, null, 0).subarray(4 * V, 5 * V), plain.subarray(4 * V, 5 * V), `D ${D}: row 4's own copy differs`);
       const bad = { code: 'NATIVE_BAD_ARGUMENT' };
-      assert.throws(() => run(caches, Int32Array.of(0, 0, 0, 3, 3, 6), 5), { ...bad, message: /kvRows\[5\] = 6 is not a row of \[0, 6\)/ });
-      assert.throws(() => run(caches, kvRows, 8), { ...bad, message: /kvShared = 8 is not an integer in \[0, len = 7\]/ });
+      assert.throws(() => run(caches, Int32Array.of(0, 0, 0, 3, 3, 6), shared), { ...bad, message: /kvRows\[5\] = 6 is not a row of \[0, 6\)/ });
+      assert.throws(() => run(caches, kvRows, len + 1), { ...bad, message: new RegExp(`kvShared = ${len + 1} is not an integer in \\[0, len = ${len}\\]`) });
     }
   });
 

@@ -22,7 +22,7 @@ import { type CentralAdapter, formattersFor, type Task } from '../../src/rl/task
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { IACTrainer, MADPOTrainer } from '../../src/rl/trainers.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
-import { assertSameWeights, mean, ONE_TOKEN, SAY_A_RUN, sameWord, sayA, useTinyModel } from '../helpers/tiny-run.js';
+import { assertResumedSame, mean, ONE_TOKEN, SAY_A_RUN, sameWord, sayA, useTinyModel } from '../helpers/tiny-run.js';
 
 describe('trainer.algorithm: keys, defaults, refusals', () => {
   it('magrpo is the default; the family members fix their baseline and default to no normalisation', () => {
@@ -162,10 +162,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       assert.deepEqual([state.epoch, state.index], [0, 6 + 2], 'stopped after two minibatches of the first pass');
       const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
-      assert.equal(resumed.envStep, full.envStep);
-      assertSameWeights(full, resumed);
-      await full.close();
-      await resumed.close();
+      await assertResumedSame(full, resumed);
     } finally {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });
@@ -226,10 +223,7 @@ describe('MADPO end to end (tiny model, native backend)', () => {
       assert.ok(state.buffers[0].length > 0 && state.buffers[0][0].loss.preference, 'the pairs are saved');
       const resumed = new MAGRPOTrainer({ task, model: tiny.dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
-      assert.equal(resumed.envStep, full.envStep);
-      assertSameWeights(full, resumed);
-      await full.close();
-      await resumed.close();
+      await assertResumedSame(full, resumed);
     } finally {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });

@@ -21,7 +21,7 @@ import { createTrainer, MADPOIterTrainer, MARLHFIterTrainer } from '../../src/rl
 import { type ModelServer, startServer } from '../../src/serve/server.js';
 import { configProblems as problems } from '../helpers/config-problems.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
-import { agentWeights, assertSameWeights, ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
+import { agentWeights, assertResumedSame, ONE_TOKEN, sayA } from '../helpers/tiny-run.js';
 
 describe('trainer.iterative keys', () => {
   it('{} takes the reference defaults; the iterative configs pass fewer epochs', () => {
@@ -248,10 +248,7 @@ describe('iterative MADPO / MARLHF end to end (tiny models)', () => {
       const resumed = createTrainer({ task, model: base, config: config(iterative, { output_dir: b, report_to: 'none' }) });
       assert.ok(resumed instanceof IterativePreferenceTrainer, 'createTrainer picks the iterative trainer');
       await resumed.train({ resumeFrom: b });
-      assert.equal(resumed.envStep, full.envStep);
-      assertSameWeights(full, resumed);
-      await full.close();
-      await resumed.close();
+      await assertResumedSame(full, resumed);
     } finally {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });

@@ -12,7 +12,7 @@ import { LocalSampler } from '../../src/rl/sampler.js';
 import type { Task } from '../../src/rl/task.js';
 import { MAGRPOTrainer, setItemWindow } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
-import { agentWeights, assertSameWeights, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
+import { agentWeights, assertResumedSame, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
 
 const items = goItems;
 const tmp = () => mkdtempSync(join(tmpdir(), 'magrpo-run-'));
@@ -228,10 +228,7 @@ describe('checkpoints and resume', () => {
       );
       const resumed = new MAGRPOTrainer({ task, model: dir, config: { ...config, output_dir: b } });
       await resumed.train({ resumeFrom: b });
-      assert.equal(resumed.envStep, full.envStep);
-      assertSameWeights(full, resumed);
-      await full.close();
-      await resumed.close();
+      await assertResumedSame(full, resumed);
     } finally {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });
@@ -315,10 +312,7 @@ describe('sampling windows (the items up to the next drain, sampled in one batch
       const rows = await batches(() => resumed.train({ resumeFrom: b }).then(() => {}));
       assert.deepEqual(rows, [2], 'items 4 and 5 come from the checkpoint; only item 6 is sampled');
       assert.deepEqual(completionsOf(parts), completionsOf(whole));
-      assert.equal(resumed.envStep, full.envStep);
-      assertSameWeights(full, resumed);
-      await full.close();
-      await resumed.close();
+      await assertResumedSame(full, resumed);
     } finally {
       rmSync(a, { recursive: true, force: true });
       rmSync(b, { recursive: true, force: true });
