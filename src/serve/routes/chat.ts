@@ -10,16 +10,18 @@ import { type Dialect, generate } from './generate.js';
 const CHAT: Dialect = {
   idPrefix: 'chatcmpl',
   object: 'chat.completion',
-  chunkObject: 'chat.completion.chunk',
-  opening: (choices) =>
-    Array.from({ length: choices }, (_, index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null })),
-  deltas: (lm, c, index, ev, spec, fmt) => {
-    // chatDelta sets c.stopReason on the last token; the finish chunk reads it.
-    const delta = chatDelta(lm, c, index, ev, spec, fmt);
-    if (!ev.finish) return [delta];
-    return [delta, { index, delta: {}, logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }];
-  },
   choice: chatChoice,
+  stream: {
+    chunkObject: 'chat.completion.chunk',
+    opening: (choices) =>
+      Array.from({ length: choices }, (_, index) => ({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null })),
+    deltas: (lm, c, index, ev, spec, fmt) => {
+      // chatDelta sets c.stopReason on the last token; the finish chunk reads it.
+      const delta = chatDelta(lm, c, index, ev, spec, fmt);
+      if (!ev.finish) return [delta];
+      return [delta, { index, delta: {}, logprobs: null, finish_reason: c.finishReason, stop_reason: c.stopReason }];
+    },
+  },
 };
 
 export const chat: Route = (ctx, res, body) => generate(ctx, res, CHAT, chatJob(ctx, body));

@@ -7,9 +7,8 @@ import { type Dialect, generate } from './generate.js';
 const COMPLETION: Dialect = {
   idPrefix: 'cmpl',
   object: 'text_completion',
-  chunkObject: 'text_completion',
-  deltas: (lm, c, index, ev, spec, fmt) => [completionDelta(lm, c, index, ev, spec, fmt)],
   choice: completionChoice,
+  stream: { chunkObject: 'text_completion', deltas: (lm, c, index, ev, spec, fmt) => [completionDelta(lm, c, index, ev, spec, fmt)] },
 };
 
 export const completions: Route = (ctx, res, body) => generate(ctx, res, COMPLETION, completionJob(ctx, body));

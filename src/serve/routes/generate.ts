@@ -18,16 +18,22 @@ export interface Dialect {
   idPrefix: string;
   /** `object` of the whole answer. */
   object: string;
+  /** Choice `index` of the whole answer, finished. */
+  choice(lm: LanguageModel, c: Choice, index: number, spec: SamplingSpec, fmt: ChoiceFormat): unknown;
+  /** The whole answer from OpenAI's parts, for an endpoint whose answer has another shape (Anthropic's messages, OpenAI's responses). */
+  answer?(parts: { id: string; created: number; model: string; choices: unknown[]; usage: Usage }): unknown;
+  /** How the endpoint streams; absent where it answers whole only (its request validation refuses `stream`). */
+  stream?: StreamDialect;
+}
+
+/** How an endpoint that streams shapes its chunks (OpenAI's server-sent events). */
+export interface StreamDialect {
   /** `object` of each streamed chunk (and of the usage chunk). */
   chunkObject: string;
   /** The choices of a chunk sent before any token, if the endpoint sends one. */
   opening?(choices: number): unknown[];
   /** The chunks' choices, one chunk each, that stream token `ev` of choice `index` (already recorded in `c`). */
   deltas(lm: LanguageModel, c: Choice, index: number, ev: TokenEvent, spec: SamplingSpec, fmt: ChoiceFormat): unknown[];
-  /** Choice `index` of the whole answer, finished. */
-  choice(lm: LanguageModel, c: Choice, index: number, spec: SamplingSpec, fmt: ChoiceFormat): unknown;
-  /** The whole answer from OpenAI's parts, for an endpoint whose answer has another shape (Anthropic's messages, OpenAI's responses). */
-  answer?(parts: { id: string; created: number; model: string; choices: unknown[]; usage: Usage }): unknown;
 }
 
 /** Token counts of an answer, OpenAI's names. */
@@ -43,13 +49,15 @@ export async function generate(ctx: ServeContext, res: ServerResponse, dialect: 
   const { model, prompts, n, spec, fmt } = job;
   if (engine.queued + prompts.length > ctx.maxQueue)
     throw new HttpError(503, `the server is busy: ${engine.queued} prompts are waiting; retry later`, 'server_error', null, 'overloaded');
+  const streaming = job.stream ? dialect.stream : undefined;
+  if (job.stream && !streaming) throw new HttpError(400, 'this endpoint does not stream; leave out stream', 'invalid_request_error', 'stream');
   const id = `${dialect.idPrefix}-${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
-  const chunk = (choices: unknown[], usage?: unknown) => ({ id, object: dialect.chunkObject, created, model, choices, ...(usage ? { usage } : {}) });
+  const chunk = (choices: unknown[], usage?: unknown) => ({ id, object: streaming?.chunkObject, created, model, choices, ...(usage ? { usage } : {}) });
   const choices: Choice[] = prompts.flatMap((p) => Array.from({ length: n }, () => newChoice(p)));
   const gone = watchHangup(res);
-  const stream = job.stream ? eventStream(res, gone) : null;
-  const opening = dialect.opening?.(choices.length);
+  const stream = streaming ? eventStream(res, gone) : null;
+  const opening = streaming?.opening?.(choices.length);
   if (stream && opening) stream.send(chunk(opening));
   const runs = prompts.map((promptIds, p) =>
     engine.submit({
@@ -62,7 +70,7 @@ export async function generate(ctx: ServeContext, res: ServerResponse, dialect: 
         const index = p * n + j;
         const c = choices[index];
         recordToken(c, ev);
-        if (stream) for (const d of dialect.deltas(lm, c, index, ev, spec, fmt)) stream.send(chunk([d]));
+        if (stream && streaming) for (const d of streaming.deltas(lm, c, index, ev, spec, fmt)) stream.send(chunk([d]));
       },
     }),
   );

@@ -18,8 +18,6 @@ export function anthropicStop(choice: { finish_reason: string | null; stop_reaso
 const MESSAGES: Dialect = {
   idPrefix: 'msg',
   object: 'message',
-  chunkObject: 'message',
-  deltas: () => [],
   choice: chatChoice,
   answer: ({ id, model, choices, usage }) => {
     const c = choices[0] as ReturnType<typeof chatChoice>;

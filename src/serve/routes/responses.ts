@@ -12,8 +12,6 @@ import { type Dialect, generate } from './generate.js';
 const RESPONSES: Dialect = {
   idPrefix: 'resp',
   object: 'response',
-  chunkObject: 'response',
-  deltas: () => [],
   choice: chatChoice,
   answer: ({ id, created, model, choices, usage }) => {
     const c = choices[0] as ReturnType<typeof chatChoice>;
