@@ -33,6 +33,7 @@ import { CsvSink, JsonlSink, MetricsLogger, type MetricsSink } from './metrics.j
 import { RewardModel, rewardModelTask } from './reward-model.js';
 import { buildTrees, computeReturns, lastEnvStep, postOrder, type RolloutContext, type TreeNode } from './rollout.js';
 import { rolloutSpec } from './sampler.js';
+import { windowSize } from './sampling-window.js';
 import { type EvalEpisode, formattersFor, type Task, TaskError } from './task.js';
 import { TensorBoardSink } from './tensorboard.js';
 import { type LearnerProcess, startLearner, type TorchLearnerSpec } from './torch-learner.js';
@@ -425,26 +426,16 @@ export class MAGRPOTrainer<Item> {
   }
 
   /**
-   * Samples the trees of item `index` and of the items after it that the same weights sample: a
-   * drain changes the weights, so the window ends with the item whose samples could fill a
-   * buffer (counting every node of a full tree, none dropped). Decoding them in one batch reads
-   * the weights once per token step for all of them. Items that sit out end the window, as do the
-   * epoch's end and WINDOW_SEQUENCES per agent; a stop (maxItems, requestStop) does not: which
-   * items share a batch, and so every sample, is the same however the run is cut. Each tree is
-   * trained on when its item comes (scoredTree); a checkpoint in between keeps the rest
-   * (TrainerState.ahead), so a resume trains on the very same samples.
+   * Samples the trees of item `index` and of the items after it that the same weights sample
+   * (rl/sampling-window.ts), in one batch; an item that sits out and the epoch's end close the
+   * window, a stop (maxItems, requestStop) does not: which items share a batch, and so every
+   * sample, is the same however the run is cut. Each tree is trained on when its item comes
+   * (scoredTree); a checkpoint in between keeps the rest (TrainerState.ahead).
    */
   private async sampleWindow(index: number): Promise<void> {
-    const c = this.config;
     const data = this.task.dataset;
-    const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
-    let nodes = 0;
-    for (let t = 0; t < c.num_turns; t++) nodes += K ** t;
-    const perItem = nodes * (this.algorithm.samplesPerNode?.(c) ?? 1);
     const held = Math.max(...this.buffers.map((b) => b.length));
-    const widestLevel = c.num_generations * K ** (c.num_turns - 1);
-    let size = itemWindow ? 1 + Math.max(0, Math.floor((c.rollout_buffer_size - 1 - held) / perItem)) : 1;
-    size = Math.min(size, Math.max(1, Math.floor(WINDOW_SEQUENCES / widestLevel)));
+    const size = windowSize(this.config, held, this.algorithm.samplesPerNode?.(this.config) ?? 1);
     const entries: { item: Item; itemIndex: number }[] = [];
     for (let j = index; j < data.length && entries.length < size && (j === index || !this.sitsOut(j)); j++) entries.push({ item: data[j], itemIndex: j });
     const roots = await this.sampleTrees(entries);
@@ -665,17 +656,6 @@ export class MAGRPOTrainer<Item> {
     await this.learnerProcess?.close();
     await this.logger.close();
   }
-}
-
-/** Most sequences one agent samples in one sampling window (the window's widest level). */
-const WINDOW_SEQUENCES = 64;
-
-// MAGRPO_ITEM_WINDOW=0 samples every item alone (A/B benchmarks).
-let itemWindow = process.env.MAGRPO_ITEM_WINDOW !== '0';
-
-/** Turns the trainer's sampling windows (several items in one batch) off or on again, for comparisons and tests. */
-export function setItemWindow(on: boolean): void {
-  itemWindow = on;
 }
 
 /** The metric writers `report_to` asks for, in output_dir (none without one). */

@@ -9,8 +9,9 @@ import type { MagrpoConfigInput } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import type { TreeNode } from '../../src/rl/rollout.js';
 import { LocalSampler } from '../../src/rl/sampler.js';
+import { setItemWindow } from '../../src/rl/sampling-window.js';
 import type { Task } from '../../src/rl/task.js';
-import { MAGRPOTrainer, setItemWindow } from '../../src/rl/trainer.js';
+import { MAGRPOTrainer } from '../../src/rl/trainer.js';
 import { makeTinyModel } from '../helpers/tiny-model.js';
 import { agentWeights, assertResumedSame, goItems, type Item, ONE_TOKEN, sameWord as sameWordTask } from '../helpers/tiny-run.js';
 
