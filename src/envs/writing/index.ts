@@ -65,18 +65,21 @@ export function fluencyFactor(completions: readonly string[], guard: FluencyGuar
  * The faithfulness guard's factor in [0, 1] for one joint action against its post (options.ts
  * faithfulness_guard): the product over its agents (all by default) of a ramp on content support,
  * and of a falling ramp on copied 8-word runs where given, so that text the post does not support
- * earns nothing and pasting the post is not the way to support.
+ * earns nothing and pasting the post is not the way to support. A list of guards (ramps of their
+ * own for different agents) multiplies their factors.
  */
-export function faithfulnessFactor(completions: readonly string[], post: string, guard: FaithfulnessGuard): number {
+export function faithfulnessFactor(completions: readonly string[], post: string, guard: FaithfulnessGuard | readonly FaithfulnessGuard[]): number {
+  const guards: readonly FaithfulnessGuard[] = Array.isArray(guard) ? guard : [guard as FaithfulnessGuard];
   let f = 1;
-  for (const [i, c] of completions.entries()) {
-    if (guard.agents && !guard.agents.includes(i)) continue;
-    f *= ramp(contentSupport(c, post), guard.support);
-    if (guard.copied) {
-      const { full_at, zero_at } = guard.copied;
-      f *= Math.min(1, Math.max(0, (zero_at - copiedRuns(c, post)) / (zero_at - full_at)));
+  for (const g of guards)
+    for (const [i, c] of completions.entries()) {
+      if (g.agents && !g.agents.includes(i)) continue;
+      f *= ramp(contentSupport(c, post), g.support);
+      if (g.copied) {
+        const { full_at, zero_at } = g.copied;
+        f *= Math.min(1, Math.max(0, (zero_at - copiedRuns(c, post)) / (zero_at - full_at)));
+      }
     }
-  }
   return f;
 }
 

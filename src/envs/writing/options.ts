@@ -57,11 +57,12 @@ const faithfulnessGuard = z.strictObject({
 
 export const TldrOptionsSchema = z.strictObject({
   data_dir: dataDirOption,
-  faithfulness_guard: faithfulnessGuard
+  faithfulness_guard: z
+    .union([faithfulnessGuard, z.array(faithfulnessGuard).min(1)])
     .nullable()
     .default(null)
     .describe(
-      '(magrpo) training-reward guard for summaries: reward × Π_i ramp(content_support_i) × Π_i ramp(copied_i); eval tables keep the paper reward and report the same measures beside ones no guard optimises (bigram support, ROUGE-L, echo, ref NLL)',
+      '(magrpo) training-reward guard for summaries: reward × Π_i ramp(content_support_i) × Π_i ramp(copied_i); a list of guards multiplies their factors (ramps of their own per agent); eval tables keep the paper reward and report the same measures beside ones no guard optimises (bigram support, ROUGE-L, echo, ref NLL)',
     ),
   fluency_guard: fluencyGuard
     .nullable()
@@ -83,8 +84,8 @@ export type ArxivOptions = z.input<typeof ArxivOptionsSchema>;
 export type WritingPromptStyle = z.output<typeof promptStyle>;
 /** The fluency guard with its defaults filled in. */
 export type FluencyGuard = z.output<typeof fluencyGuard>;
-/** The faithfulness guard. */
-export type FaithfulnessGuard = NonNullable<z.output<typeof TldrOptionsSchema>['faithfulness_guard']>;
+/** One faithfulness guard (`faithfulness_guard` may also be a list of them). */
+export type FaithfulnessGuard = z.output<typeof faithfulnessGuard>;
 /** A ramp of the fluency guard: factor 0 at and below zero_at, 1 at and above full_at. */
 export type FluencyRamp = NonNullable<FluencyGuard['distinct_2']>;
 /** arXiv L2 band: 'paper' = the paper-era code (@3198dc9), 'latest' = the 2025-12-31 change. */

@@ -50,6 +50,23 @@ describe('faithfulness guard (env.options.faithfulness_guard)', () => {
     assert.throws(() => tldrEnvironment({ faithfulness_guard: { ...GUARD, agents: [2] } }), /faithfulness_guard.*agents/s);
   });
 
+  it('a list of guards gives each agent its own ramps: the product of their factors', () => {
+    const lax = { support: { zero_at: 0.1, full_at: 0.2 }, copied: { full_at: 0.75, zero_at: 1 }, agents: [1] };
+    const list = [{ ...GUARD, agents: [0] }, lax];
+    const part = 'Forty years on the island ended: the old lighthouse keeper on the island retired after forty years.';
+    assert.equal(faithfulnessFactor([faithful, part], POST, list), 1, "agent 1's copying within its own ramp");
+    assert.ok(faithfulnessFactor([part, faithful], POST, list) < 1, "agent 0's stricter copy ramp");
+    assert.equal(faithfulnessFactor([faithful, pasted], POST, list), 0, 'a whole paste still earns nothing');
+    for (const pair of [
+      [part, invented],
+      [faithful, part],
+    ])
+      assert.equal(faithfulnessFactor(pair, POST, list), faithfulnessFactor(pair, POST, list[0]) * faithfulnessFactor(pair, POST, lax));
+    const r = tldrEnvironment({ faithfulness_guard: list }).task().reward as RewardFn<TldrItem>;
+    assert.ok(r !== undefined);
+    assert.throws(() => tldrEnvironment({ faithfulness_guard: [] }), /faithfulness_guard/);
+  });
+
   it('multiplies the training reward against the item’s post and logs its factor; off by default', async () => {
     const guarded = tldrEnvironment({ faithfulness_guard: GUARD }).task().reward as RewardFn<TldrItem>;
     const plain = tldrEnvironment().task().reward as RewardFn<TldrItem>;
