@@ -45,3 +45,37 @@ test('a section shows mean and min–max over seeds, machine and examples', () =
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('the real-model section: its own legend, the lead seed by seed, and at most six items quoted', () => {
+  const root = mkdtempSync(join(tmpdir(), 'magrpo-results-'));
+  try {
+    mkdirSync(join(root, 'results/demo-tldr-smollm2'), { recursive: true });
+    for (const [seed, trained, single] of [
+      [1, 55, 48],
+      [2, 42, 45],
+    ] as const) {
+      const examples = Array.from({ length: 9 }, (_, i) => [`short ${i + 1}`, `long ${i + 1}`]);
+      const record = {
+        env: 'tldr-smollm2',
+        seed,
+        wall_s: 600,
+        overrides: [],
+        machine: { cpu: 'Test CPU', isa: 'avx512', blas_core: 'SkylakeX', threads: 2, commit: 'abc1234' },
+        rows: [
+          { method: 'trained pair (MAGRPO)', metrics: { return: trained, 'content_support/agent_0': 46 }, examples },
+          { method: 'single_agent', metrics: { return: single, 'content_support/agent_0': 20 } },
+          { method: 'untrained pair', metrics: { return: 35, 'content_support/agent_0': 37 }, examples },
+        ],
+      };
+      writeFileSync(join(root, `results/demo-tldr-smollm2/seed-${seed}.json`), JSON.stringify(record));
+    }
+    const md = renderSection('demo-tldr-smollm2', root);
+    assert.ok(md.includes('| support a0 |'), md);
+    assert.ok(md.includes('Support is the share (%)'), 'the faithfulness legend');
+    assert.ok(!md.includes('Word validity is'), 'not the fluency legend');
+    assert.ok(md.includes('seed 1 +7.00 (over single_agent, 48.0); seed 2 −3.00 (over single_agent, 45.0)'), md);
+    assert.ok(md.includes('first 6 eval items') && md.includes('[item 6, agent 1] long 6') && !md.includes('[item 7,'), md);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
