@@ -86,6 +86,21 @@ export function jointActionsPerNode(mode: JointMode, N: number, G: number): numb
   return mode === 'cross' ? G ** N : G;
 }
 
+/**
+ * The turn of each node of one item's full rollout tree (K joint actions per node, `numTurns`
+ * levels), in env-step order (depth-first pre-order) as the buffers receive them; its length is
+ * the tree's node count, Σ_{t<T} K^t.
+ */
+export function treeNodeTurns(K: number, numTurns: number): number[] {
+  const order: number[] = [];
+  const visit = (t: number): void => {
+    order.push(t);
+    if (t + 1 < numTurns) for (let k = 0; k < K; k++) visit(t + 1);
+  };
+  if (numTurns > 0) visit(0);
+  return order;
+}
+
 /** Index tuples of a node's joint actions: aligned (k,…,k) or the Cartesian product, last agent fastest. */
 export function jointIndices(mode: JointMode, N: number, G: number): number[][] {
   if (mode === 'aligned' || N === 1) return Array.from({ length: G }, (_, k) => new Array<number>(N).fill(k));

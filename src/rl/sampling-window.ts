@@ -5,7 +5,7 @@
  * fill a buffer (every node of a full tree counted, none dropped by drop_uniform_groups), since
  * the item after it must be sampled by the weights the drain makes.
  */
-import { jointActionsPerNode } from './advantage.js';
+import { jointActionsPerNode, treeNodeTurns } from './advantage.js';
 import type { MagrpoConfig } from './config.js';
 
 /** Most sequences one agent samples in one window (at the window's widest level). */
@@ -31,8 +31,7 @@ export function windowSize(
 ): number {
   if (!itemWindow) return 1;
   const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
-  let nodes = 0;
-  for (let t = 0; t < c.num_turns; t++) nodes += K ** t;
+  const nodes = treeNodeTurns(K, c.num_turns).length;
   const fit = 1 + Math.max(0, Math.floor((c.rollout_buffer_size - 1 - held) / (nodes * samplesPerNode)));
   return Math.min(fit, Math.max(1, Math.floor(WINDOW_SEQUENCES / (c.num_generations * K ** (c.num_turns - 1)))));
 }

@@ -18,7 +18,7 @@
 import { join, relative } from 'node:path';
 import { Rng, type RngState } from '../engine/rng.js';
 import { resolvePrecision, setPrecision } from '../engine/runtime.js';
-import { agentReturns, jointActionsPerNode, mean } from './advantage.js';
+import { agentReturns, jointActionsPerNode, mean, treeNodeTurns } from './advantage.js';
 import type { AgentSpec, LossSample, UpdateStats } from './agent.js';
 import { type AgentHandle, createAgents, forEachAgent } from './agent-pool.js';
 import type { Algorithm } from './algorithms/algorithm.js';
@@ -203,13 +203,7 @@ export class MAGRPOTrainer<Item> {
     const K = jointActionsPerNode(c.joint_mode, c.num_agents, c.num_generations);
     const mb = c.train_batch_size ?? c.rollout_buffer_size;
     const perNode = this.algorithm.samplesPerNode?.(c) ?? 1;
-    // Turns of one item's nodes in env-step order (depth-first pre-order), as buffers receive them.
-    const order: number[] = [];
-    const visit = (t: number): void => {
-      order.push(t);
-      if (t + 1 < c.num_turns) for (let k = 0; k < K; k++) visit(t + 1);
-    };
-    visit(0);
+    const order = treeNodeTurns(K, c.num_turns);
     const perTurn = new Array<number>(c.num_turns).fill(0);
     let held = 0;
     let steps = 0;

@@ -1,7 +1,7 @@
 /** Hand-computed cases of docs/algorithms.md "The update, equation by equation": advantages of each mode, returns, cross credit, KL shaping. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { advantages, agentReturns, jointActionsPerNode, jointIndices, jointReturns, klK3, shapeWithKl } from '../../src/rl/advantage.js';
+import { advantages, agentReturns, jointActionsPerNode, jointIndices, jointReturns, klK3, shapeWithKl, treeNodeTurns } from '../../src/rl/advantage.js';
 
 const close = (a: number[], b: number[], tol = 1e-9) => {
   assert.equal(a.length, b.length);
@@ -67,6 +67,11 @@ describe('returns and credit', () => {
       assert.equal(jointActionsPerNode(mode, N, G), K);
       assert.equal(jointIndices(mode, N, G).length, K);
     }
+  });
+  it("a full tree lists its nodes' turns depth-first, Σ K^t of them", () => {
+    assert.deepEqual(treeNodeTurns(2, 3), [0, 1, 2, 2, 1, 2, 2]);
+    assert.deepEqual(treeNodeTurns(5, 1), [0]);
+    assert.equal(treeNodeTurns(4, 3).length, 1 + 4 + 16);
   });
   it('aligned credit is the joint return itself', () => {
     close(agentReturns([5, 6, 7], jointIndices('aligned', 3, 3), 2, 3, 'mean'), [5, 6, 7]);
