@@ -1,8 +1,9 @@
 /**
- * `magrpo demo`: two agents built from the shipped base model learn to cooperate on the writing
- * task (tldr: a concise and a detailed summary whose lengths, vocabulary and style must fit each
- * other). run/demo.ts does the work; this prints the paper's table, verbatim samples, and points
- * to the dashboard. The same command runs the coding task with `--env coop-python` (longer).
+ * `magrpo demo`: two agents learn to cooperate on the writing task (a concise and a detailed
+ * summary of a post whose lengths, vocabulary and style must fit each other): by default two LoRA
+ * adapters on SmolLM2-135M-Instruct (`tldr-smollm2`), with `--env tldr` two copies of the shipped
+ * 1.7M-parameter base model. run/demo.ts does the work; this prints the paper's table, verbatim
+ * samples, and points to the dashboard. `--env coop-python` runs the coding task (longer).
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
@@ -14,8 +15,12 @@ import { CLI, intOption, precisionOption } from './options.js';
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('Train two agents from the shipped base model to cooperate, and compare them with the untrained pair and the baselines')
-    .option('--env <name>', 'tldr (about 5-10 minutes on 2 cores), tldr-smollm2 (SmolLM2-135M-Instruct with LoRA) or coop-python (longer)', 'tldr')
+    .description('Train two agents to cooperate on a writing task, and compare them with the untrained pair and the baselines')
+    .option(
+      '--env <name>',
+      'tldr-smollm2 (SmolLM2-135M-Instruct, one LoRA adapter per agent; about 12 minutes on 2 cores), tldr (the shipped 1.7M-parameter base model; about 5) or coop-python (longer)',
+      'tldr-smollm2',
+    )
     .option('-s, --seed <n>', 'random seed of sampling, training and evaluation', intOption(0), 1)
     .option('--items <n>', 'training items (default: the demo config)', intOption(1))
     .option('-o, --output <dir>', 'parent folder of the run directory (default: runs)')
@@ -35,8 +40,8 @@ export function registerDemo(program: Command): void {
       'after',
       `
 Examples:
-  ${CLI} demo                         # the writing task, seed 1
-  ${CLI} demo --seed 2 --no-dashboard
+  ${CLI} demo                         # the writing task on SmolLM2-135M-Instruct, seed 1
+  ${CLI} demo --env tldr --seed 2 --no-dashboard   # on the shipped base model
   ${CLI} demo --env coop-python       # helper + main function writers, with code execution`,
     )
     .action(async (flags: DemoOptions & { dashboard: boolean; precision?: string }) => {

@@ -8,13 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CLI } from '../../src/cli/options.js';
 import { buildProgram } from '../../src/cli/program.js';
 import { readJsonlGz, writeJsonlGz } from '../../src/data/build-corpus.js';
+import { findPullable, pulledPath } from '../../src/model/pull.js';
+import { optionalSkip } from '../helpers/skip.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
@@ -219,9 +221,24 @@ describe('help examples run as written', () => {
     assert.ok(readFileSync(join(ws, 'models', 'small', 'config.json'), 'utf8').includes('"hidden_size": 256'), 'exported in the workspace, not the clone');
   });
 
-  it('demo', async () => {
+  // The default demo trains LoRA adapters on the pulled SmolLM2 GGUF; `--env` lines use shipped models.
+  const shortDemo = ['--items', '1', '-o', 'runs', ...flags(SHORT_RL.filter((s) => !s.startsWith('env.train_size')))];
+  it('demo --env (shipped models)', async () => {
     const ws = workspace('demo', []);
-    const short = ['--items', '1', '-o', 'runs', ...flags(SHORT_RL.filter((s) => !s.startsWith('env.train_size')))];
-    for (const line of examples(help.demo)) await runExample(line, ws, () => short);
+    const lines = examples(help.demo).filter((l) => l.includes('--env'));
+    assert.ok(lines.length > 0);
+    for (const line of lines) await runExample(line, ws, () => shortDemo);
+  });
+  const smollm2 = pulledPath(findPullable('smollm2-135m-instruct') as never);
+  it('demo (SmolLM2-135M-Instruct)', {
+    skip: optionalSkip('smollm2', !existsSync(smollm2) && `no ${smollm2} (npm start's setup, or magrpo pull smollm2-135m-instruct)`),
+  }, async () => {
+    const ws = workspace('demo-smollm2', []);
+    const lines = examples(help.demo).filter((l) => !l.includes('--env'));
+    assert.ok(lines.length > 0);
+    for (const line of lines) {
+      const [run] = await runExample(line, ws, () => shortDemo);
+      assert.match(run.stdout, /content_support/, 'the real-model table reports faithfulness');
+    }
   });
 });
