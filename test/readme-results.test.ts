@@ -15,6 +15,14 @@ test('README.md and docs/reward-hacking.md match results/ (regenerate: npx tsx s
   }
 });
 
+type Row = { method: string; metrics: Record<string, number>; examples?: string[][] };
+
+/** A demo record as `magrpo demo --record` writes it, on a made-up machine. */
+function writeRecord(root: string, section: string, env: string, seed: number, rows: Row[]): void {
+  const machine = { cpu: 'Test CPU', isa: 'avx2', blas_core: 'Haswell', threads: 2, commit: 'abc1234' };
+  writeFileSync(join(root, 'results', section, `seed-${seed}.json`), JSON.stringify({ env, seed, wall_s: 600, overrides: [], machine, rows }));
+}
+
 test('a section shows mean and min–max over seeds, machine and examples', () => {
   const root = mkdtempSync(join(tmpdir(), 'magrpo-results-'));
   try {
@@ -23,18 +31,10 @@ test('a section shows mean and min–max over seeds, machine and examples', () =
       [1, 60],
       [2, 70],
     ] as const) {
-      const record = {
-        env: 'tldr',
-        seed,
-        wall_s: 600,
-        overrides: [],
-        machine: { cpu: 'Test CPU', isa: 'avx2', blas_core: 'Haswell', threads: 2, commit: 'abc1234' },
-        rows: [
-          { method: 'trained pair (MAGRPO)', metrics: { return: ret, word_validity: 70 }, examples: [['short one', 'long one']] },
-          { method: 'untrained pair', metrics: { return: 20, word_validity: 72 }, examples: [['a', 'b']] },
-        ],
-      };
-      writeFileSync(join(root, `results/demo-tldr/seed-${seed}.json`), JSON.stringify(record));
+      writeRecord(root, 'demo-tldr', 'tldr', seed, [
+        { method: 'trained pair (MAGRPO)', metrics: { return: ret, word_validity: 70 }, examples: [['short one', 'long one']] },
+        { method: 'untrained pair', metrics: { return: 20, word_validity: 72 }, examples: [['a', 'b']] },
+      ]);
     }
     const md = renderSection('demo-tldr', root);
     assert.ok(md.includes('| trained pair (MAGRPO) | **65.0 (60.0–70.0)** |'), md);
@@ -55,19 +55,11 @@ test('the real-model section: its own legend, the lead seed by seed, and at most
       [2, 42, 45],
     ] as const) {
       const examples = Array.from({ length: 9 }, (_, i) => [`short ${i + 1}`, `long ${i + 1}`]);
-      const record = {
-        env: 'tldr-smollm2',
-        seed,
-        wall_s: 600,
-        overrides: [],
-        machine: { cpu: 'Test CPU', isa: 'avx512', blas_core: 'SkylakeX', threads: 2, commit: 'abc1234' },
-        rows: [
-          { method: 'trained pair (MAGRPO)', metrics: { return: trained, 'content_support/agent_0': 46 }, examples },
-          { method: 'single_agent', metrics: { return: single, 'content_support/agent_0': 20 } },
-          { method: 'untrained pair', metrics: { return: 35, 'content_support/agent_0': 37 }, examples },
-        ],
-      };
-      writeFileSync(join(root, `results/demo-tldr-smollm2/seed-${seed}.json`), JSON.stringify(record));
+      writeRecord(root, 'demo-tldr-smollm2', 'tldr-smollm2', seed, [
+        { method: 'trained pair (MAGRPO)', metrics: { return: trained, 'content_support/agent_0': 46 }, examples },
+        { method: 'single_agent', metrics: { return: single, 'content_support/agent_0': 20 } },
+        { method: 'untrained pair', metrics: { return: 35, 'content_support/agent_0': 37 }, examples },
+      ]);
     }
     const md = renderSection('demo-tldr-smollm2', root);
     assert.ok(md.includes('| support a0 |'), md);
