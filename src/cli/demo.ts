@@ -18,7 +18,7 @@ export function registerDemo(program: Command): void {
     .description('Train two agents to cooperate on a writing task, and compare them with the untrained pair and the baselines')
     .option(
       '--env <name>',
-      'tldr-smollm2 (SmolLM2-135M-Instruct, one LoRA adapter per agent; about 12 minutes on 2 cores), tldr (the shipped 1.7M-parameter base model; about 5) or coop-python (longer)',
+      'tldr-smollm2 (SmolLM2-135M-Instruct, one LoRA adapter per agent; about 10 minutes on 2 cores), tldr (the shipped 1.7M-parameter base model; about 5) or coop-python (longer)',
       'tldr-smollm2',
     )
     .option('-s, --seed <n>', 'random seed of sampling, training and evaluation', intOption(0), 1)
