@@ -54,7 +54,7 @@ const CODING_COLUMNS: [string, string][] = [
 ];
 
 /** The real-model writing demo's columns: what the reward does not see (faithfulness, copying, echo). */
-const FAITHFULNESS_COLUMNS: [string, string][] = [
+export const FAITHFULNESS_COLUMNS: [string, string][] = [
   ['return', 'return'],
   ['structure', 'structure'],
   ['coherence', 'coherence'],

@@ -8,17 +8,11 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 
-const COLUMNS: [string, string][] = [
-  ['return', 'return'],
-  ['content_support/agent_0', 'support a0'],
-  ['content_support/agent_1', 'support a1'],
-  ['rouge_l/agent_0', 'ROUGE-L a0'],
-  ['copied_8/agent_0', 'copied a0'],
-  ['copied_8/agent_1', 'copied a1'],
-  ['ref_nll/agent_0', 'ref NLL a0'],
-  ['ref_nll/agent_1', 'ref NLL a1'],
-  ['words/agent_0', 'words a0'],
-];
+import { FAITHFULNESS_COLUMNS } from './readme-results.js';
+
+/** The README section's faithfulness columns, less the reward's components, echo and agent 1's length. */
+const LEFT_OUT = new Set(['structure', 'coherence', 'consistency', 'echo', 'words/agent_1']);
+const COLUMNS = FAITHFULNESS_COLUMNS.filter(([k]) => !LEFT_OUT.has(k));
 const METHODS = ['trained pair (MAGRPO)', 'untrained pair'];
 
 const files = process.argv.slice(2);

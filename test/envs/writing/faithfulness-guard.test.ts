@@ -50,7 +50,7 @@ describe('faithfulness guard (env.options.faithfulness_guard)', () => {
     assert.throws(() => tldrEnvironment({ faithfulness_guard: { ...GUARD, agents: [2] } }), /faithfulness_guard.*agents/s);
   });
 
-  it('a list of guards gives each agent its own ramps: the product of their factors', () => {
+  it('a list of guards gives each agent its own ramps: the product of their factors', async () => {
     const lax = { support: { zero_at: 0.1, full_at: 0.2 }, copied: { full_at: 0.75, zero_at: 1 }, agents: [1] };
     const list = [{ ...GUARD, agents: [0] }, lax];
     const part = 'Forty years on the island ended: the old lighthouse keeper on the island retired after forty years.';
@@ -62,8 +62,10 @@ describe('faithfulness guard (env.options.faithfulness_guard)', () => {
       [faithful, part],
     ])
       assert.equal(faithfulnessFactor(pair, POST, list), faithfulnessFactor(pair, POST, list[0]) * faithfulnessFactor(pair, POST, lax));
-    const r = tldrEnvironment({ faithfulness_guard: list }).task().reward as RewardFn<TldrItem>;
-    assert.ok(r !== undefined);
+    const reward = tldrEnvironment({ faithfulness_guard: list }).task().reward as RewardFn<TldrItem>;
+    const r = (await reward({ completions: [faithful, part], prompts: ['', ''], item, turn: 0 })) as { reward: number; components: Record<string, number> };
+    assert.equal(r.components.faithfulness_factor, 1);
+    assert.equal(r.reward, tldrReward(faithful, part).reward);
     assert.throws(() => tldrEnvironment({ faithfulness_guard: [] }), /faithfulness_guard/);
   });
 
