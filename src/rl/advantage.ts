@@ -33,6 +33,11 @@ export function agentReturns(joint: readonly number[], indices: readonly (readon
   return credit === 'sum' ? sums : sums.map((s, g) => (counts[g] ? s / counts[g] : 0));
 }
 
+/** Agent `agent`'s value of a key that is one value for all agents or a list with one per agent. */
+export function perAgent<T>(value: T | T[], agent: number): T {
+  return Array.isArray(value) ? (value.length === 1 ? value[0] : value[agent]) : value;
+}
+
 /** Reference-KL reward shaping (comlrl/utils/reference_kl.py): R'_g = R_g − β · KL_g (KL detached). */
 export function shapeWithKl(returns: readonly number[], kl: readonly number[] | null, beta: number): number[] {
   return returns.map((r, g) => r - beta * (kl?.[g] ?? 0));

@@ -303,13 +303,10 @@ export const MagrpoConfigSchema = z
         message: `each item's rollout tree would have ${what} > ${CONFIG_LIMITS.treeActions} joint actions: lower num_generations or num_turns${K === c.num_generations ? '' : ', or use joint_mode aligned'}`,
       });
     }
-    const lr = c.agent_learning_rate;
-    if (Array.isArray(lr) && lr.length !== 1 && lr.length !== c.num_agents) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['agent_learning_rate'],
-        message: `agent_learning_rate length (${lr.length}) must be 1 or num_agents (${c.num_agents})`,
-      });
+    for (const key of ['agent_learning_rate', 'reference_kl_coef'] as const) {
+      const v = c[key];
+      if (Array.isArray(v) && v.length !== 1 && v.length !== c.num_agents)
+        ctx.addIssue({ code: 'custom', path: [key], message: `${key} length (${v.length}) must be 1 or num_agents (${c.num_agents})` });
     }
     if (c.ppo_epochs > 1 && c.ppo_clip_eps === null) {
       ctx.addIssue({ code: 'custom', path: ['ppo_epochs'], message: 'ppo_epochs > 1 re-uses rollouts and needs ppo_clip_eps to keep updates on-policy' });
@@ -522,7 +519,4 @@ export function resolveConfig(input: unknown, source = 'MAGRPO config'): MagrpoC
   throw new ConfigError(issues, source);
 }
 
-/** Per-agent value of a scalar-or-list key. */
-export function perAgent<T>(value: T | T[], agent: number): T {
-  return Array.isArray(value) ? (value.length === 1 ? value[0] : value[agent]) : value;
-}
+export { perAgent } from './advantage.js';

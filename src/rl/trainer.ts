@@ -181,7 +181,7 @@ export class MAGRPOTrainer<Item> {
       lossAggregation: c.loss_aggregation,
       maxNewTokens: c.max_new_tokens,
       ppoClipEps: c.ppo_clip_eps,
-      referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: c.reference_kl_coef } : null,
+      referenceKl: c.reference_kl_enabled ? { mode: c.reference_kl_mode, coef: perAgent(c.reference_kl_coef, index) } : null,
       critic: this.algorithm.critic?.(c) ?? null,
       trackReference: c.fluency_metrics,
       rollout: rolloutSpec(c),
@@ -541,10 +541,11 @@ export class MAGRPOTrainer<Item> {
       // TRL's name: the share of groups whose rewards were all equal (zero advantage, nothing learned).
       m[`${k}/frac_reward_zero_std`] = mean(g.map((s) => (s.uniform ? 1 : 0)));
       for (const name of new Set(g.flatMap((s) => Object.keys(s.components)))) m[`${k}/reward/${name}`] = mean(g.map((s) => s.components[name] ?? 0));
-      const kls = g.flatMap((s) => (s.refKl === null ? [] : [s.refKl]));
-      if (kls.length) {
-        m[`${k}/reference_kl_mean`] = mean(kls);
-        if (this.config.reference_kl_enabled) m[`${k}/reference_kl_penalty_mean`] = this.config.reference_kl_coef * mean(kls);
+      const withKl = g.filter((s) => s.refKl !== null);
+      if (withKl.length) {
+        m[`${k}/reference_kl_mean`] = mean(withKl.map((s) => s.refKl as number));
+        if (this.config.reference_kl_enabled)
+          m[`${k}/reference_kl_penalty_mean`] = mean(withKl.map((s) => perAgent(this.config.reference_kl_coef, s.agent) * (s.refKl as number)));
       }
     }
     for (const i of new Set(samples.map((s) => s.agent))) {

@@ -15,6 +15,7 @@ import type { LocalAgent } from '../../src/rl/agent-pool.js';
 import type { ScoredNode } from '../../src/rl/algorithms/algorithm.js';
 import { actorCriticSamples } from '../../src/rl/algorithms/iac.js';
 import { jointCriticText, maacSamples } from '../../src/rl/algorithms/maac.js';
+import { policyGradientSample } from '../../src/rl/algorithms/magrpo.js';
 import { type MagrpoConfigInput, resolveConfig } from '../../src/rl/config.js';
 import { MemorySink } from '../../src/rl/metrics.js';
 import { MAGRPOTrainer } from '../../src/rl/trainer.js';
@@ -87,6 +88,15 @@ describe('actor-critic samples: reference-KL shaping and the shared critic targe
       [1 - 0.1 - 0.25, 2 - 0.2 - 0.75],
     );
     assert.deepEqual(s[0].refLogprobs, [[-1.5]]);
+    // One β per agent: agent 1 reads the second.
+    assert.deepEqual(
+      actorCriticSamples(node, 1, { ...kl, reference_kl_coef: [5, 0.1] }).map((x) => x.critic?.targets[0]),
+      [1 - 0.1 * 1, 2 - 0.1 * 2],
+    );
+    assert.deepEqual(
+      actorCriticSamples(node, 0, { ...kl, reference_kl_coef: [0.5, 9] }).map((x) => x.critic?.targets[0]),
+      [1 - 0.5 * 0.5, 2 - 0.5 * 1],
+    );
     const loss = actorCriticSamples(node, 1, { ...kl, reference_kl_mode: 'loss' });
     assert.deepEqual(
       loss.map((x) => x.critic?.targets[0]),
@@ -111,6 +121,13 @@ describe('actor-critic samples: reference-KL shaping and the shared critic targe
       );
     }
     assert.throws(() => maacSamples({ ...node, jointCritic: undefined }, kl), /maac: no shared critic values/);
+  });
+
+  it("magrpo: KL shaping reads the agent's own β from a per-agent list", () => {
+    const c = resolveConfig({ num_agents: 2, num_generations: 2, reference_kl_enabled: true, reference_kl_coef: [0, 2], advantage_normalization: false });
+    // Agent 0 (β 0): returns 1, 2 → advantages ∓0.5. Agent 1 (β 2): 1 − 2·1, 2 − 2·2 = −1, −2 → ±0.5 reversed.
+    assert.deepEqual(policyGradientSample(node, 0, c).advantages, [-0.5, 0.5]);
+    assert.deepEqual(policyGradientSample(node, 1, c).advantages, [0.5, -0.5]);
   });
 });
 

@@ -67,12 +67,15 @@ describe('MAGRPO config', () => {
       assert.doesNotThrow(() => resolveConfig(ok), JSON.stringify(ok));
     }
   });
-  it('KL: negative coef rejected; agent_learning_rate length must be 1 or N', () => {
+  it('KL: negative coef rejected; agent_learning_rate and reference_kl_coef lists must have 1 or N entries', () => {
     rejects({ reference_kl_coef: -0.1 }, 'reference_kl_coef');
+    assert.throws(() => resolveConfig({ num_agents: 2, reference_kl_coef: [0.1, -0.1] }), /reference_kl_coef\.1/);
     assert.throws(
       () => resolveConfig({ num_agents: 2, agent_learning_rate: [1e-5, 1e-5, 1e-5] }),
       /agent_learning_rate length \(3\) must be 1 or num_agents \(2\)/,
     );
+    assert.throws(() => resolveConfig({ num_agents: 3, reference_kl_coef: [0.1, 1] }), /reference_kl_coef length \(2\) must be 1 or num_agents \(3\)/);
+    assert.deepEqual(resolveConfig({ num_agents: 2, reference_kl_coef: [0.3, 1] }).reference_kl_coef, [0.3, 1]);
   });
   it('removed reference keys: a setting is refused with the reason; the unset value of a resolved run config is dropped', () => {
     assert.deepEqual(problems({ eval_batch_size: 8, agent_devices: ['cpu', 'cpu'], reference_devices: 'cpu' }), [

@@ -24,7 +24,7 @@
 import { z } from 'zod';
 import { add, clamp, exp, scale, square, sub, weightedSum } from '../../engine/ops.js';
 import { type Tensor, tensor } from '../../engine/tensor.js';
-import { klK3 } from '../advantage.js';
+import { klK3, perAgent } from '../advantage.js';
 import type { Algorithm, KeyProblem, LossSample, LossSettings, LossTerms, ScoredNode, ScoredTokens } from './algorithm.js';
 import { MAGRPO_OPTIONS } from './magrpo.js';
 
@@ -71,7 +71,7 @@ export const REFERENCE_KL_OPTIONS = {
 export interface ActorCriticConfig {
   discount: number;
   reference_kl_enabled: boolean;
-  reference_kl_coef: number;
+  reference_kl_coef: number | number[];
   reference_kl_mode: 'reward_shaping' | 'loss';
 }
 
@@ -112,7 +112,7 @@ export function actorCriticSamples(node: ScoredNode, agent: number, c: ActorCrit
     if (v === undefined) throw new Error(`agent ${agent} has no sampling-time value at turn ${node.turn + 1}`);
     const kl = group.refKl?.[g];
     if (shaping && kl === undefined) throw new Error(`agent ${agent} has no reference KL at turn ${node.turn + 1}`);
-    const r = completionReward(node, agent, g) - (shaping ? c.reference_kl_coef * (kl as number) : 0);
+    const r = completionReward(node, agent, g) - (shaping ? perAgent(c.reference_kl_coef, agent) * (kl as number) : 0);
     const next = nextValue(node, agent, g);
     const target = r + (next === null ? 0 : c.discount * next);
     return {

@@ -15,7 +15,7 @@
 import { z } from 'zod';
 import { add, clamp, exp, minimum, mul, scale, sub, weightedSum } from '../../engine/ops.js';
 import { type Tensor, tensor } from '../../engine/tensor.js';
-import { advantages, agentReturns, klK3, shapeWithKl } from '../advantage.js';
+import { advantages, agentReturns, klK3, perAgent, shapeWithKl } from '../advantage.js';
 import type { Algorithm, LossSample, LossSettings, LossTerms, ScoredNode, ScoredTokens } from './algorithm.js';
 
 /** Upper bound of ppo_epochs (a typo such as 1e9 is a config error, not a run that never ends). */
@@ -58,7 +58,10 @@ export const MAGRPO_OPTIONS = {
   ppo_clip_eps: z.number().positive().nullable().default(null).describe('(magrpo) PPO ratio clipping ε (null = plain policy gradient)'),
   ppo_epochs: z.number().int().min(1).max(MAX_PPO_EPOCHS).default(1).describe('(magrpo) passes over each drained buffer (> 1 re-uses rollouts)'),
   reference_kl_enabled: z.boolean().default(false).describe('penalise divergence from a frozen copy of the initial policy'),
-  reference_kl_coef: z.number().min(0).default(0.1).describe('β of the reference KL'),
+  reference_kl_coef: z
+    .union([z.number().min(0), z.array(z.number().min(0)).min(1)])
+    .default(0.1)
+    .describe('β of the reference KL, one for all agents or one per agent (a writer that drifts can be held closer than one that must move)'),
   reference_kl_mode: z
     .enum(['reward_shaping', 'loss'])
     .default('reward_shaping')
@@ -79,7 +82,8 @@ export function tokenCoefficient(aggregation: LossSettings['lossAggregation'], l
 export function policyGradientSample(node: ScoredNode, agent: number, c: MagrpoOptions): LossSample {
   const group = node.groups[agent];
   const R = agentReturns(node.returns, node.joint, agent, group.completions.length, c.cross_credit);
-  const shaped = c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping' ? shapeWithKl(R, group.refKl ?? null, c.reference_kl_coef) : R;
+  const shaped =
+    c.reference_kl_enabled && c.reference_kl_mode === 'reward_shaping' ? shapeWithKl(R, group.refKl ?? null, perAgent(c.reference_kl_coef, agent)) : R;
   return {
     promptIds: group.promptIds,
     completions: group.completions.map((x) => x.ids),
