@@ -12,7 +12,7 @@
  * per-role values are kept as `<metric>/agent_i`.
  */
 import { noGrad } from '../engine/tensor.js';
-import { completionLogprobs } from '../model/logprobs.js';
+import { completionLogprobs, groupLogprobs } from '../model/logprobs.js';
 import type { LanguageModel } from '../model/pretrained.js';
 import { formattersFor, type Prompt, type Task } from '../rl/task.js';
 import { meanTextFluency, TEXT_FLUENCY_METRICS } from '../text/fluency-measures.js';
@@ -34,6 +34,22 @@ export function completionNll(lm: LanguageModel, prompt: Prompt, completion: str
   return s / r.sequenceOf.length;
 }
 
+/**
+ * `completionNll` of several completions of one prompt (an item's samples), the prompt computed
+ * once (groupLogprobs); equal to scoring each alone to float rounding. Where the prompt would have
+ * to be truncated, or is empty, each is scored alone.
+ */
+export function completionNlls(lm: LanguageModel, prompt: Prompt, completions: readonly string[]): (number | null)[] {
+  const ids = completions.map((c) => lm.encode(c));
+  const promptIds = lm.tokenizer.promptIds(prompt);
+  const longest = Math.max(0, ...ids.map((c) => c.length));
+  if (promptIds.length === 0 || promptIds.length + longest > lm.model.maxPositions) return completions.map((c) => completionNll(lm, prompt, c));
+  const r = noGrad(() => groupLogprobs(lm.model, promptIds, ids));
+  const sums = new Array<number>(ids.length).fill(0);
+  for (let t = 0; t < r.sequenceOf.length; t++) sums[r.sequenceOf[t]] -= r.tokenLogprobs.data[t];
+  return ids.map((c, b) => (c.length > 0 ? sums[b] / c.length : null));
+}
+
 export function fluencyColumns<Item>(
   results: readonly EpisodeResult[],
   items: readonly Item[],
@@ -51,9 +67,11 @@ export function fluencyColumns<Item>(
   for (let i = 0; i < N; i++) {
     const lm = baseModels[i] ?? baseModels[0];
     const nll: number[] = [];
-    for (const r of results) {
-      const v = formatters ? completionNll(lm, formatters[i](items[r.index]), r.completions[i] ?? '') : null;
-      if (v !== null) nll.push(v);
+    if (formatters) {
+      // An item's samples (eval --samples-per-item) share its prompt: scored as one group.
+      const byItem = new Map<number, string[]>();
+      for (const r of results) byItem.set(r.index, [...(byItem.get(r.index) ?? []), r.completions[i] ?? '']);
+      for (const [index, completions] of byItem) for (const v of completionNlls(lm, formatters[i](items[index]), completions)) if (v !== null) nll.push(v);
     }
     if (nll.length) {
       out[`ref_nll/agent_${i}`] = nll.reduce((a, b) => a + b, 0) / nll.length;
