@@ -231,11 +231,13 @@ describe('attention under bf16 (native) against the reference backend', () => {
         const [got, want] = run(c, x, mode, 'bf16');
         const [, fp32] = run(c, x, mode, 'fp32');
         for (const [i, name] of ['out', 'gq', 'gk', 'gv'].entries()) {
-          // Same rounded inputs, sums in fp32 against float64 (~1e-7, up to 2e-6 seen), where a
-          // rounding of P or dS may land one bf16 step apart (2⁻⁸ of one term, < 1e-4 here);
-          // fp32 inputs against bf16 ones move every term (2e-3 to 7e-3 seen).
+          // Same rounded inputs, sums in fp32 against float64 (~1e-7, up to 7e-6 seen), except where
+          // an entry of P or dS lies at a bf16 rounding boundary: the kernel computes it in fp32,
+          // the reference in float64, so it may round one bf16 step apart, moving an output by up
+          // to P·2⁻⁸·|v| (2.4e-4 in out and gv seen on an AMD Zen 4, AVX-512 BF16). fp32 inputs
+          // against bf16 ones move every term (2e-3 to 7e-3 seen), so 1e-3 still tells them apart.
           const err = maxRel(got[i], want[i]);
-          assert.ok(err < 2e-4, `${label} ${name}: native against the reference's bf16 rounding, max ${err}`);
+          assert.ok(err < 1e-3, `${label} ${name}: native against the reference's bf16 rounding, max ${err}`);
           if (c[1] === 1) assert.ok(err < 1e-4, `${label} ${name}: decode stays fp32 (max ${err})`);
         }
         const moved = maxRel(got[0], fp32[0]);
