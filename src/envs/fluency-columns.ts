@@ -70,7 +70,11 @@ export function fluencyColumns<Item>(
     if (formatters) {
       // An item's samples (eval --samples-per-item) share its prompt: scored as one group.
       const byItem = new Map<number, string[]>();
-      for (const r of results) byItem.set(r.index, [...(byItem.get(r.index) ?? []), r.completions[i] ?? '']);
+      for (const r of results) {
+        const group = byItem.get(r.index) ?? [];
+        if (group.length === 0) byItem.set(r.index, group);
+        group.push(r.completions[i] ?? '');
+      }
       for (const [index, completions] of byItem) for (const v of completionNlls(lm, formatters[i](items[index]), completions)) if (v !== null) nll.push(v);
     }
     if (nll.length) {
